@@ -1,0 +1,3 @@
+from disque_server.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""The command table: name -> (handler, arity, flags), as Disque's server.c.
+
+Negative arity means "at least". Handlers are ``<name>_command(client,
+argv)`` in the module of their family:
+
+- ``addjob``   ADDJOB
+- ``getjob``   GETJOB
+- ``jobs``     ACKJOB FASTACK DELJOB SHOW WORKING NACK ENQUEUE DEQUEUE LOADJOB
+- ``queues``   QLEN QSTAT QPEEK PAUSE
+- ``scan``     QSCAN JSCAN
+- ``info``     INFO
+- ``admin``    PING TIME AUTH HELLO CONFIG CLIENT SLOWLOG COMMAND LATENCY
+               DEBUG SHUTDOWN MONITOR BGREWRITEAOF
+- ``cluster``  CLUSTER
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(eq=False)
+class Command:
+    name: str
+    handler: Callable[[Any, list[bytes]], None]
+    arity: int
+    flags: tuple[str, ...]
+    calls: int = 0
+    usec: float = 0.0
+    name_bytes: bytes = field(default=b"", repr=False)
+
+    def __post_init__(self) -> None:
+        self.name_bytes = self.name.encode()
+
+    @property
+    def denyoom(self) -> bool:
+        return "denyoom" in self.flags
+
+    @property
+    def noauth(self) -> bool:
+        return "noauth" in self.flags
+
+
+def _spec() -> list[tuple[str, Callable, int, str]]:
+    from disque_server.commands import addjob, admin, cluster, getjob, info, jobs, queues, scan
+
+    # The order is Disque's: INFO commandstats lists commands in this order.
+    return [
+        ("auth", admin.auth_command, 2, "noscript loading stale fast noauth"),
+        ("ping", admin.ping_command, -1, "readonly stale"),
+        ("info", info.info_command, -1, "readonly loading stale"),
+        ("time", admin.time_command, 1, "readonly random fast"),
+        ("hello", admin.hello_command, -1, "readonly fast noauth"),
+        ("addjob", addjob.addjob_command, -4, "write denyoom fast"),
+        ("getjob", getjob.getjob_command, -2, "write fast"),
+        ("ackjob", jobs.ackjob_command, -1, "write fast"),
+        ("fastack", jobs.fastack_command, -1, "write fast"),
+        ("deljob", jobs.deljob_command, -1, "write fast"),
+        ("show", jobs.show_command, 2, "readonly fast"),
+        ("qlen", queues.qlen_command, 2, "readonly fast"),
+        ("qpeek", queues.qpeek_command, 3, "readonly fast"),
+        ("qstat", queues.qstat_command, 2, "readonly fast"),
+        ("qscan", scan.qscan_command, -1, "readonly"),
+        ("jscan", scan.jscan_command, -1, "readonly"),
+        ("enqueue", jobs.enqueue_command, -1, "write denyoom fast"),
+        ("nack", jobs.nack_command, -1, "write denyoom fast"),
+        ("dequeue", jobs.dequeue_command, -1, "write fast"),
+        ("working", jobs.working_command, 2, "write fast"),
+        ("pause", queues.pause_command, -3, "readonly fast"),
+        ("loadjob", jobs.loadjob_command, 2, "write"),
+        ("config", admin.config_command, -2, "admin readonly stale"),
+        ("cluster", cluster.cluster_command, -2, "admin readonly"),
+        ("client", admin.client_command, -2, "admin readonly"),
+        ("slowlog", admin.slowlog_command, -2, "readonly"),
+        ("command", admin.command_command, 0, "readonly loading stale"),
+        ("latency", admin.latency_command, -2, "admin noscript loading stale"),
+        ("debug", admin.debug_command, -2, "admin noscript"),
+        ("shutdown", admin.shutdown_command, -1, "admin loading stale"),
+        ("monitor", admin.monitor_command, 1, "admin noscript"),
+        ("bgrewriteaof", admin.bgrewriteaof_command, 1, "admin readonly"),
+    ]
+
+
+def build_table() -> dict[bytes, Command]:
+    """Lower- and upper-case names both map to the command: no lower() on the hot path."""
+    table: dict[bytes, Command] = {}
+    for name, handler, arity, flags in _spec():
+        cmd = Command(name, handler, arity, tuple(flags.split()))
+        table[name.encode()] = cmd
+        table[name.upper().encode()] = cmd
+    return table

@@ -1,0 +1,145 @@
+"""ADDJOB queue body ms-timeout [REPLICATE n] [DELAY s] [RETRY s] [TTL s] [MAXLEN n] [ASYNC]."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from disque_server.clock import now_ms
+from disque_server.commands.args import SYNTAX_ERROR, parse_ll, parse_timeout_or_reply
+from disque_server.job import ACTIVE, WAIT_REPL, Job, generate_job_id
+from disque_server.memory import EXTERNAL_REPL
+from disque_server.queue import PAUSED_IN
+
+if TYPE_CHECKING:
+    from disque_server.client import Client
+
+DEFAULT_TTL = 24 * 3600
+DEFAULT_RETRY_MAX = 300
+
+NOREPL = b"-NOREPL Not enough reachable nodes for the requested replication level\r\n"
+NOREPL_NO_COPY = (b"-NOREPL Not enough reachable nodes for the requested replication level, "
+                  b"since I'm unable to hold a copy of the message for the following reason: "
+                  b"I'm out of memory or I'm leaving.\r\n")
+
+
+class AddjobOptions:
+    __slots__ = ("replicate", "ttl", "retry", "delay", "maxlen", "asynchronous")
+
+    def __init__(self, replicate: int) -> None:
+        self.replicate = replicate
+        self.ttl = DEFAULT_TTL
+        self.retry = -1
+        self.delay = 0
+        self.maxlen = 0
+        self.asynchronous = False
+
+
+def parse_options(c: Client, argv: list[bytes], opts: AddjobOptions) -> bool:
+    """Parse the options after the timeout; on error reply and return False."""
+    i, argc = 4, len(argv)
+    while i < argc:
+        opt = argv[i].lower()
+        has_value = i + 1 < argc
+        if opt == b"async":
+            opts.asynchronous = True
+            i += 1
+            continue
+        if not has_value or opt not in _NUMERIC:
+            c.reply(SYNTAX_ERROR)
+            return False
+        value = parse_ll(argv[i + 1])
+        check, message = _NUMERIC[opt]
+        if value is None or not check(value):
+            c.reply(message)
+            return False
+        setattr(opts, _FIELD[opt], value)
+        i += 2
+    return True
+
+
+_NUMERIC = {
+    b"replicate": (lambda v: 1 <= v <= 65535, b"-ERR REPLICATE must be between 1 and 65535\r\n"),
+    b"ttl": (lambda v: v > 0, b"-ERR TTL must be a number > 0\r\n"),
+    b"retry": (lambda v: v >= 0, b"-ERR RETRY time must be a non negative number\r\n"),
+    b"delay": (lambda v: v >= 0, b"-ERR DELAY time must be a non negative number\r\n"),
+    b"maxlen": (lambda v: v > 0, b"-ERR MAXLEN must be a positive number\r\n"),
+}
+_FIELD = {b"replicate": "replicate", b"ttl": "ttl", b"retry": "retry", b"delay": "delay",
+          b"maxlen": "maxlen"}
+
+
+def addjob_command(c: Client, argv: list[bytes]) -> None:
+    server = c.server
+    cluster = server.cluster
+    opts = AddjobOptions(min(3, cluster.size))
+    if len(argv) > 4 and not parse_options(c, argv, opts):
+        return
+    timeout = parse_timeout_or_reply(c, argv[3])
+    if timeout is None:
+        return
+    if opts.replicate > 1 and opts.retry == 0:
+        c.reply(b"-ERR With RETRY set to 0 please explicitly set  REPLICATE to 1 "
+                b"(at-most-once delivery)\r\n")
+        return
+    if opts.delay >= opts.ttl:
+        c.reply(b"-ERR The specified DELAY is greater than TTL. Job refused since would "
+                b"never be delivered\r\n")
+        return
+    if opts.retry == -1:
+        opts.retry = max(min(opts.ttl // 10, DEFAULT_RETRY_MAX), 1)
+
+    # Replicate externally (no local copy) when leaving or short of memory.
+    extrepl = cluster.size > 1 and (cluster.leaving or server.memory.level >= EXTERNAL_REPL)
+    additional = opts.replicate if extrepl else opts.replicate - 1
+    reachable = cluster.reachable_count
+    if additional > reachable:
+        c.reply(NOREPL_NO_COPY if extrepl and additional - 1 == reachable else NOREPL)
+        return
+
+    name = argv[1]
+    q = server.queues.lookup(name)
+    if q is not None:
+        if opts.maxlen and len(q.jobs) >= opts.maxlen:
+            c.reply(b"-MAXLEN Queue is already longer than the specified MAXLEN count\r\n")
+            return
+        if q.flags & PAUSED_IN:
+            c.reply(b"-PAUSED Queue paused in input, try later\r\n")
+            return
+        name = q.name   # share one bytes object for the queue name of all its jobs
+
+    job = create_job(c, name, argv[2], opts, extrepl)
+    if additional > 0:
+        cluster.replicate_new_job(c, job, additional, timeout, opts.asynchronous, extrepl)
+        return
+    start_job(c, job)
+    c.reply(b"+%s\r\n" % job.id)
+
+
+def create_job(c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrepl: bool) -> Job:
+    server = c.server
+    myself = server.cluster.myself
+    now = now_ms()
+    job = Job(generate_job_id(myself.id, opts.ttl, opts.retry), WAIT_REPL,
+              now // 1000 + opts.ttl, opts.retry)
+    job.queue = queue
+    job.body = body
+    job.repl = opts.replicate
+    job.delay = opts.delay
+    job.ctime = server.ctime_clock.next()
+    if not extrepl:
+        job.nodes_delivered = server.cluster.myself_only
+    job.qtime = now + (opts.delay or opts.retry) * 1000
+    return job
+
+
+def start_job(c: Client, job: Job) -> None:
+    """The job is replicated as asked: register it and queue it (unless delayed)."""
+    server = c.server
+    server.jobs.register(job)
+    if job.delay:
+        job.state = ACTIVE
+        server.jobs.update_awake(job)
+    else:
+        server.queues.enqueue_job(job)
+    server.on_job_changed(job)
+

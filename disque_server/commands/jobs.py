@@ -1,0 +1,164 @@
+"""Commands on jobs by ID: ACKJOB FASTACK DELJOB SHOW WORKING NACK ENQUEUE DEQUEUE LOADJOB."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from disque_server.clock import now_ms, time_error_ms
+from disque_server.commands.args import BADID, validate_job_ids
+from disque_server.job import (
+    ACKED,
+    ACTIVE,
+    FLAG_BCAST_WILLQUEUE,
+    QUEUED,
+    Job,
+    is_at_least_once_id,
+    valid_job_id,
+)
+from disque_server.resp import integer
+
+if TYPE_CHECKING:
+    from disque_server.client import Client
+
+
+def ackjob_command(c: Client, argv: list[bytes]) -> None:
+    if not validate_job_ids(c, argv[1:]):
+        return
+    server = c.server
+    cluster = server.cluster
+    known = 0
+    for jid in argv[1:]:
+        job = server.jobs.lookup(jid)
+        if job is None and cluster.size > 1 and not cluster.leaving and is_at_least_once_id(jid):
+            job = create_dummy_ack(c, jid)
+        if job is not None and job.state != ACKED:
+            server.acks.acknowledge_job(job)
+            known += 1
+        if job is not None:
+            server.acks.try_gc(job)
+    c.reply(integer(known))
+
+
+def create_dummy_ack(c: Client, jid: bytes) -> Job:
+    """Keep the ACK of a job we never saw, in case its owners are partitioned away."""
+    from disque_server.job import ttl_minutes_from_id
+
+    server = c.server
+    job = Job(jid, ACKED, now_ms() // 1000 + ttl_minutes_from_id(jid) * 60, 0)
+    job.repl = 3
+    server.jobs.register(job)
+    return job
+
+
+def fastack_command(c: Client, argv: list[bytes]) -> None:
+    if not validate_job_ids(c, argv[1:]):
+        return
+    server = c.server
+    known = 0
+    for jid in argv[1:]:
+        job = server.jobs.lookup(jid)
+        if job is None:
+            if server.cluster.size > 1:
+                server.cluster.broadcast_deljob_unknown(jid)
+            continue
+        known += 1
+        server.cluster.send_deljob(job)
+        server.jobs.unregister(job)
+    c.reply(integer(known))
+
+
+def deljob_command(c: Client, argv: list[bytes]) -> None:
+    if not validate_job_ids(c, argv[1:]):
+        return
+    jobs = c.server.jobs
+    known = 0
+    for jid in argv[1:]:
+        job = jobs.lookup(jid)
+        if job is not None:
+            jobs.unregister(job)
+            known += 1
+    c.reply(integer(known))
+
+
+def show_command(c: Client, argv: list[bytes]) -> None:
+    if not valid_job_id(argv[1]):
+        c.reply(BADID)
+        return
+    job = c.server.jobs.lookup(argv[1])
+    if job is None:
+        c.reply(c.proto.null)
+        return
+    c.reply_value(dict(job.show_pairs(now_ms())))
+
+
+def working_command(c: Client, argv: list[bytes]) -> None:
+    if not valid_job_id(argv[1]):
+        c.reply(BADID)
+        return
+    server = c.server
+    job = server.jobs.lookup(argv[1])
+    if job is None:
+        c.reply(b"-NOJOB Job not known in the context of this node.\r\n")
+        return
+    if job.state == ACKED:
+        c.reply(b"-NOJOB Job already acknowledged.\r\n")
+        return
+    now = now_ms()
+    created = job.ctime // 1_000_000
+    ttl = job.etime * 1000 - created
+    if ttl > 0 and now - created > ttl // 2:
+        c.reply(b"-TOOLATE Half of job TTL already elapsed, you are no longer allowed to "
+                b"postpone the next delivery.\r\n")
+        return
+    postpone_requeue(c, job, now)
+    server.cluster.broadcast_working(job)
+    c.reply(integer(job.retry))
+
+
+def postpone_requeue(c: Client, job: Job, now: int) -> None:
+    """WORKING: the job is being processed; re-queue it only one retry period later."""
+    server = c.server
+    if job.state == QUEUED:
+        server.queues.dequeue_job(job)
+    if job.retry:
+        job.flags |= FLAG_BCAST_WILLQUEUE
+        job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+    server.jobs.update_awake(job)
+
+
+def enqueue_command(c: Client, argv: list[bytes]) -> None:
+    enqueue_generic(c, argv, nack=False)
+
+
+def nack_command(c: Client, argv: list[bytes]) -> None:
+    enqueue_generic(c, argv, nack=True)
+
+
+def enqueue_generic(c: Client, argv: list[bytes], nack: bool) -> None:
+    if not validate_job_ids(c, argv[1:]):
+        return
+    server = c.server
+    enqueued = 0
+    for jid in argv[1:]:
+        job = server.jobs.lookup(jid)
+        if job is not None and job.state == ACTIVE and server.queues.enqueue_job(job, nack):
+            server.on_job_changed(job)
+            enqueued += 1
+    c.reply(integer(enqueued))
+
+
+def dequeue_command(c: Client, argv: list[bytes]) -> None:
+    if not validate_job_ids(c, argv[1:]):
+        return
+    server = c.server
+    dequeued = 0
+    for jid in argv[1:]:
+        job = server.jobs.lookup(jid)
+        if job is not None and server.queues.dequeue_job(job):
+            server.on_job_changed(job)
+            dequeued += 1
+    c.reply(integer(dequeued))
+
+
+def loadjob_command(c: Client, argv: list[bytes]) -> None:
+    c.reply(b"-ERR LOADJOB is a special command only processed from AOF\r\n")

@@ -1,0 +1,338 @@
+"""Configuration: the directive table, config files, CONFIG GET/SET/REWRITE.
+
+Every directive is one ``Param`` in ``PARAMS``. A param marked ``visible``
+is listed by CONFIG GET (exactly the set Disque 1.0-rc1 lists); the others
+(appendfilename, cluster-config-file, protected-mode, ...) are set in the
+config file or on the command line only, as in Disque.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class ConfigError(Exception):
+    """A bad directive or value; ``str()`` is the message for the user."""
+
+
+# ---------------------------------------------------------------------------
+# Argument splitting (config lines and inline commands), as Redis' sdssplitargs
+# ---------------------------------------------------------------------------
+
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "a": "\a"}
+
+
+def split_args(line: str) -> list[str]:
+    """Split a line into arguments with Redis' quoting rules.
+
+    Raises ConfigError on unbalanced quotes.
+    """
+    args: list[str] = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i].isspace():
+            i += 1
+        if i >= n:
+            return args
+        cur: list[str] = []
+        if line[i] == '"':
+            i += 1
+            while True:
+                if i >= n:
+                    raise ConfigError("Unbalanced quotes in configuration line")
+                ch = line[i]
+                if ch == "\\" and i + 3 < n and line[i + 1] == "x" and _is_hex(line[i + 2:i + 4]):
+                    cur.append(chr(int(line[i + 2:i + 4], 16)))
+                    i += 4
+                elif ch == "\\" and i + 1 < n:
+                    cur.append(_ESCAPES.get(line[i + 1], line[i + 1]))
+                    i += 2
+                elif ch == '"':
+                    i += 1
+                    if i < n and not line[i].isspace():
+                        raise ConfigError("Unbalanced quotes in configuration line")
+                    break
+                else:
+                    cur.append(ch)
+                    i += 1
+        elif line[i] == "'":
+            i += 1
+            while True:
+                if i >= n:
+                    raise ConfigError("Unbalanced quotes in configuration line")
+                ch = line[i]
+                if ch == "\\" and i + 1 < n and line[i + 1] == "'":
+                    cur.append("'")
+                    i += 2
+                elif ch == "'":
+                    i += 1
+                    if i < n and not line[i].isspace():
+                        raise ConfigError("Unbalanced quotes in configuration line")
+                    break
+                else:
+                    cur.append(ch)
+                    i += 1
+        else:
+            while i < n and not line[i].isspace():
+                cur.append(line[i])
+                i += 1
+        args.append("".join(cur))
+
+
+def _is_hex(s: str) -> bool:
+    return len(s) == 2 and all(c in "0123456789abcdefABCDEF" for c in s)
+
+
+# ---------------------------------------------------------------------------
+# Value types
+# ---------------------------------------------------------------------------
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2,
+          "g": 1000**3, "gb": 1024**3}
+
+
+def parse_memory(text: str) -> int:
+    s = text.strip().lower()
+    digits = s.rstrip("kmgb")
+    unit = s[len(digits):]
+    if unit not in _UNITS or not digits.lstrip("-").isdigit():
+        raise ValueError(text)
+    value = int(digits) * _UNITS[unit]
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+def parse_int(text: str) -> int:
+    return int(text.strip())
+
+
+def parse_bool(text: str) -> bool:
+    s = text.lower()
+    if s not in ("yes", "no"):
+        raise ValueError(text)
+    return s == "yes"
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: Any
+    parse: Callable[[str], Any] = str
+    visible: bool = True      # listed by CONFIG GET
+    settable: bool = True     # changeable by CONFIG SET
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+    multi: bool = False       # takes several words (bind, client-output-buffer-limit)
+
+    def convert(self, words: list[str]) -> Any:
+        if self.multi:
+            return " ".join(words)
+        if len(words) != 1:
+            raise ValueError("wrong number of arguments")
+        raw = words[0]
+        if self.choices:
+            if raw.lower() not in self.choices:
+                raise ValueError(raw)
+            return raw.lower()
+        value = self.parse(raw)
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(raw)
+        return value
+
+
+_P = Param
+PARAMS: dict[str, Param] = {p.name: p for p in [
+    # Listed by CONFIG GET, in Disque 1.0-rc1's order.
+    _P("requirepass", ""),
+    _P("unixsocket", "", settable=False),
+    _P("logfile", "", settable=False),
+    _P("pidfile", "", settable=False),
+    _P("maxmemory", 1024**3, parse_memory),   # 1 GB, as Disque 1.0-rc1
+    _P("maxmemory-samples", 5, parse_int, minimum=1),
+    _P("timeout", 0, parse_int, minimum=0),
+    _P("auto-aof-rewrite-percentage", 100, parse_int, minimum=0),
+    _P("auto-aof-rewrite-min-size", 64 * 1024 * 1024, parse_memory),
+    _P("slowlog-log-slower-than", 10000, parse_int),
+    _P("latency-monitor-threshold", 0, parse_int, minimum=0),
+    _P("slowlog-max-len", 128, parse_int, minimum=0),
+    _P("port", 7711, parse_int, settable=False, minimum=0),
+    _P("tcp-backlog", 511, parse_int, settable=False, minimum=0),
+    _P("databases", 16, parse_int, settable=False, minimum=1),
+    _P("maxclients", 10000, parse_int, minimum=1),
+    _P("watchdog-period", 0, parse_int, minimum=0),
+    _P("hz", 10, parse_int, minimum=1),
+    _P("cluster-node-timeout", 15000, parse_int, minimum=1),
+    _P("tcp-keepalive", 0, parse_int, minimum=0),
+    _P("no-appendfsync-on-rewrite", False, parse_bool),
+    _P("daemonize", False, parse_bool, settable=False),
+    _P("activerehashing", True, parse_bool),
+    _P("aof-rewrite-incremental-fsync", True, parse_bool),
+    _P("aof-load-truncated", True, parse_bool),
+    _P("aof-enqueue-jobs-once", False, parse_bool),
+    _P("maxmemory-policy", "acks", choices=("acks",)),
+    _P("loglevel", "notice", choices=("debug", "verbose", "notice", "warning")),
+    _P("appendfsync", "everysec", choices=("always", "everysec", "no")),
+    _P("syslog-facility", "local0", settable=False),
+    _P("appendonly", False, parse_bool),
+    _P("dir", "", settable=True),
+    _P("client-output-buffer-limit", "normal 0 0 0", multi=True),
+    _P("unixsocketperm", 0, parse_int, settable=False),
+    _P("bind", "", settable=False, multi=True),
+    # Startup-only directives, not listed by CONFIG GET (as in Disque).
+    _P("appendfilename", "disque.aof", visible=False, settable=False),
+    _P("cluster-config-file", "nodes.conf", visible=False, settable=False),
+    _P("protected-mode", True, parse_bool, visible=False, settable=False),
+    _P("queue-max-idle-time", 120, parse_int, visible=False, settable=False, minimum=1),
+    _P("syslog-enabled", False, parse_bool, visible=False, settable=False),
+    _P("syslog-ident", "disque", visible=False, settable=False),
+]}
+
+
+class Config:
+    """Current values of all directives, plus where they came from."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {name: p.default for name, p in PARAMS.items()}
+        self.values["dir"] = os.getcwd()
+        self.explicit: set[str] = set()   # set by file or command line
+        self.file: str | None = None      # absolute path of the config file, if any
+        self.listeners: list[Callable[[str, Any], None]] = []
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    # ---- loading -----------------------------------------------------------
+    def load_text(self, text: str, source: str) -> None:
+        """Apply config text; errors name the source and the line."""
+        for lineno, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            try:
+                words = split_args(stripped)
+                self.apply(words[0].lower(), words[1:])
+            except (ConfigError, ValueError, IndexError) as exc:
+                raise ConfigError(
+                    "\n*** FATAL CONFIG FILE ERROR ***\n"
+                    f"Reading the configuration file '{source}', at line {lineno}\n"
+                    f">>> '{stripped}'\n"
+                    f"{_explain(exc)}") from None
+
+    def apply(self, name: str, words: list[str]) -> None:
+        param = PARAMS.get(name)
+        if param is None:
+            raise ConfigError("Bad directive or wrong number of arguments")
+        try:
+            value = param.convert(words)
+        except ValueError:
+            raise ConfigError(f"Invalid argument for '{name}'") from None
+        if name == "dir":
+            value = os.path.abspath(value)
+        self.values[name] = value
+        self.explicit.add(name)
+
+    # ---- CONFIG GET / SET ----------------------------------------------------
+    def get(self, pattern: str) -> list[tuple[str, str]]:
+        pat = pattern.lower()
+        return [(name, format_value(self.values[name])) for name, p in PARAMS.items()
+                if p.visible and fnmatch.fnmatchcase(name, pat)]
+
+    def set(self, name: str, raw: str) -> None:
+        """CONFIG SET: raises ConfigError with the exact Disque error text."""
+        name = name.lower()
+        param = PARAMS.get(name)
+        if param is None or not param.visible or not param.settable:
+            raise ConfigError(f"Unsupported CONFIG parameter: {name}")
+        try:
+            value = param.convert(raw.split() if param.multi else [raw])
+            if name == "dir":
+                os.chdir(raw)
+                value = os.getcwd()
+        except (ValueError, OSError):
+            raise ConfigError(f"Invalid argument '{raw}' for CONFIG SET '{name}'") from None
+        old = self.values[name]
+        self.values[name] = value
+        self.explicit.add(name)
+        for listener in self.listeners:
+            try:
+                listener(name, value)
+            except ConfigError:
+                self.values[name] = old
+                raise
+
+    # ---- CONFIG REWRITE -------------------------------------------------------
+    def rewrite(self) -> None:
+        """Rewrite the config file: keep comments and foreign lines, update ours."""
+        if not self.file:
+            raise ConfigError("The server is running without a config file")
+        try:
+            with open(self.file) as f:
+                old_lines = f.read().splitlines()
+        except FileNotFoundError:
+            old_lines = []
+        written: set[str] = set()
+        out: list[str] = []
+        for line in old_lines:
+            stripped = line.strip()
+            name = ""
+            if stripped and not stripped.startswith("#"):
+                try:
+                    name = split_args(stripped)[0].lower()
+                except (ConfigError, IndexError):
+                    name = ""
+            if name in PARAMS:
+                if name not in written and self._should_write(name):
+                    out.append(self._line(name))
+                    written.add(name)
+                continue          # duplicates and defaults-now lines are dropped
+            out.append(line)
+        extra = [n for n in PARAMS if n not in written and self._should_write(n)]
+        if extra:
+            out.append("# Generated by CONFIG REWRITE")
+            out.extend(self._line(n) for n in extra)
+        atomic_write(self.file, "\n".join(out) + "\n")
+
+    def _should_write(self, name: str) -> bool:
+        return name in self.explicit or self.values[name] != PARAMS[name].default
+
+    def _line(self, name: str) -> str:
+        value = format_value(self.values[name])
+        if PARAMS[name].multi or value == "" or any(c.isspace() or c in "\"'" for c in value):
+            if not PARAMS[name].multi or value == "":
+                value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return f"{name} {value}"
+
+
+def _explain(exc: Exception) -> str:
+    text = str(exc)
+    if isinstance(exc, IndexError) or not text:
+        return "Bad directive or wrong number of arguments"
+    return text
+
+
+def atomic_write(path: str, text: str) -> None:
+    """Write a file so that a crash leaves either the old or the new content."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

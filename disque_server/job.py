@@ -1,0 +1,120 @@
+"""The Job: its fields, states, ID format and SHOW rendering.
+
+A job ID is ``D-<node8>-<random24>-<ttl4>`` (40 bytes): the first 8 hex
+digits of the creating node's ID, 144 random bits in base64, and the TTL in
+minutes as 4 hex digits, forced odd for at-least-once jobs and even for
+at-most-once (RETRY 0) jobs, so any node can tell them apart from the ID alone.
+"""
+
+from __future__ import annotations
+
+import binascii
+import random
+import time
+
+# Job states, in Disque's order; the names are what SHOW and JSCAN STATE use.
+WAIT_REPL, ACTIVE, QUEUED, ACKED = 1, 2, 3, 4
+STATE_NAMES = {WAIT_REPL: b"wait-repl", ACTIVE: b"active", QUEUED: b"queued", ACKED: b"acked"}
+STATE_BY_NAME = {v: k for k, v in STATE_NAMES.items()}
+
+# Job flags.
+FLAG_DELIVERED = 1        # handed to a client at least once (GETJOB)
+FLAG_BCAST_QUEUED = 2     # next enqueue is a re-queue: tell the other owners
+FLAG_BCAST_WILLQUEUE = 4  # send WILLQUEUE before re-queueing (awake 500 ms early)
+
+ID_LEN = 40
+WILLQUEUE_ADVANCE_MS = 500
+
+_rand = random.Random()
+
+
+def generate_job_id(node_id: bytes, ttl: int, retry: int) -> bytes:
+    """A fresh job ID for a job created on this node."""
+    rnd = binascii.b2a_base64(_rand.getrandbits(144).to_bytes(18, "big"), newline=False)
+    minutes = min(ttl // 60, 0xFFFF)
+    minutes = (minutes | 1) if retry else (minutes & 0xFFFE)
+    return b"D-%s-%s-%04x" % (node_id[:8], rnd, minutes)
+
+
+def valid_job_id(jid: bytes) -> bool:
+    return (len(jid) == ID_LEN and jid[0:2] == b"D-" and jid[10:11] == b"-"
+            and jid[35:36] == b"-")
+
+
+def ttl_minutes_from_id(jid: bytes) -> int:
+    try:
+        return int(jid[36:40], 16)
+    except ValueError:
+        return 0
+
+
+def is_at_least_once_id(jid: bytes) -> bool:
+    """The TTL field of the ID is odd for at-least-once jobs."""
+    return bool(ttl_minutes_from_id(jid) & 1)
+
+
+class Job:
+    """One job. ``__slots__`` because a node holds millions of them."""
+
+    __slots__ = ("id", "queue", "state", "body", "ctime", "etime", "qtime", "awake",
+                 "delay", "retry", "repl", "nacks", "deliveries", "flags",
+                 "nodes_delivered", "nodes_confirmed", "gc_retry")
+
+    def __init__(self, jid: bytes, state: int, ttl_etime: int, retry: int) -> None:
+        self.id = jid
+        self.queue: bytes | None = None
+        self.state = state
+        self.body: bytes | None = None
+        self.ctime = 0           # ms * 1e6 + counter: the queue order
+        self.etime = ttl_etime   # absolute expire time, unix seconds
+        self.qtime = 0           # absolute next (re)queue time, ms; 0 = never
+        self.awake = 0           # absolute next time the job needs attention, ms
+        self.delay = 0
+        self.retry = retry
+        self.repl = 1
+        self.nacks = 0
+        self.deliveries = 0      # additional deliveries (re-queues after the first)
+        self.flags = 0
+        # Tuples, shared where possible: most jobs carry the same small sets.
+        self.nodes_delivered: tuple[bytes, ...] = ()
+        self.nodes_confirmed: tuple[bytes, ...] = ()
+        self.gc_retry = 0
+
+    def show_pairs(self, now_ms: int) -> list[tuple[bytes, object]]:
+        """The 15 fields of SHOW and JSCAN REPLY ALL, in Disque's order."""
+        return [
+            (b"id", self.id),
+            (b"queue", self.queue),
+            (b"state", STATE_NAMES[self.state]),
+            (b"repl", self.repl),
+            (b"ttl", self.etime - now_ms // 1000),
+            (b"ctime", self.ctime),
+            (b"delay", self.delay),
+            (b"retry", self.retry),
+            (b"nacks", self.nacks),
+            (b"additional-deliveries", self.deliveries),
+            (b"nodes-delivered", list(self.nodes_delivered)),
+            (b"nodes-confirmed", list(self.nodes_confirmed)),
+            (b"next-requeue-within", self.qtime - now_ms if self.qtime else None),
+            (b"next-awake-within", self.awake - now_ms if self.awake else None),
+            (b"body", self.body),
+        ]
+
+    def __repr__(self) -> str:
+        return f"<Job {self.id.decode()} {STATE_NAMES[self.state].decode()}>"
+
+
+class CtimeClock:
+    """Strictly increasing ctime values: milliseconds * 1e6 plus a counter."""
+
+    __slots__ = ("prev",)
+
+    def __init__(self) -> None:
+        self.prev = 0
+
+    def next(self) -> int:
+        ctime = int(time.time() * 1000) * 1_000_000
+        if ctime <= self.prev:
+            ctime = self.prev + 1
+        self.prev = ctime
+        return ctime

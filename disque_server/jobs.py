@@ -1,0 +1,219 @@
+"""The job registry: lookup by ID, the awake timers, and processJob.
+
+Timers for millions of jobs must not scan: every registered job sits in one
+time bucket (``BUCKET_MS`` wide) keyed by its next awake time; a heap holds
+the bucket keys. The cron pops due buckets and runs ``process_job`` on each
+job, which expires it, re-queues it, or retries its garbage collection.
+Buckets are sets, so unregistering a job frees it at once.
+
+JSCAN iterates a sorted index of job IDs with a numeric cursor derived
+from the ID itself (see ``cursor_of``), so cursors survive any change.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from sortedcontainers import SortedList
+
+from disque_server.clock import now_ms, now_s, time_error_ms
+from disque_server.job import (
+    ACKED,
+    ACTIVE,
+    FLAG_BCAST_WILLQUEUE,
+    QUEUED,
+    WILLQUEUE_ADVANCE_MS,
+    Job,
+)
+from disque_server.queue import PAUSED_IN
+
+if TYPE_CHECKING:
+    from disque_server.server import Server
+
+BUCKET_MS = 50
+
+# JSCAN cursor: the order of IDs as bytes, mapped to a 62-bit number.
+_HEX = b"0123456789abcdef"
+_B64 = bytes(sorted(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"))
+
+
+def _rank(alphabet: bytes, ch: int) -> int:
+    """Monotonic rank of a byte in an alphabet (bytes outside it clamp)."""
+    return max(bisect.bisect_right(alphabet, ch) - 1, 0)
+
+
+def cursor_of(jid: bytes) -> int:
+    """A number that never decreases along the byte order of job IDs.
+
+    32 bits from the node prefix, 30 bits from the first five characters of
+    the random part; equal numbers only mean a few duplicates in a scan.
+    """
+    value = 0
+    for ch in jid[2:10]:
+        value = (value << 4) | _rank(_HEX, ch)
+    for ch in jid[11:16]:
+        value = (value << 6) | _rank(_B64, ch)
+    return value
+
+
+class Jobs:
+    """All jobs known to this node."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.by_id: dict[bytes, Job] = {}
+        self.scan_index: SortedList = SortedList()
+        self.buckets: dict[int, set[Job]] = {}
+        self.bucket_heap: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def lookup(self, jid: bytes) -> Job | None:
+        return self.by_id.get(jid)
+
+    def register(self, job: Job) -> bool:
+        if job.id in self.by_id:
+            return False
+        self.by_id[job.id] = job
+        self.scan_index.add(job.id)
+        self.update_awake(job)
+        return True
+
+    def unregister(self, job: Job) -> None:
+        """Forget a job entirely: queue, timers, index."""
+        if self.by_id.pop(job.id, None) is None:
+            return
+        if job.state == QUEUED:
+            self.server.queues.dequeue_job(job)
+        self.scan_index.discard(job.id)
+        self._unschedule(job)
+        self.server.on_job_unregistered(job)
+
+    # ---- timers ---------------------------------------------------------------
+    def update_awake(self, job: Job) -> None:
+        """Compute when the job next needs attention, as Disque's updateJobAwakeTime."""
+        at = job.etime * 1000 + 1000          # expire (a second late, to be past it)
+        if job.qtime and job.qtime < at:
+            at = job.qtime                    # re-queue
+        if job.state == ACKED:
+            gc = self.server.acks.next_gc_time(job)
+            if gc < at:
+                at = gc
+        elif job.qtime and job.flags & FLAG_BCAST_WILLQUEUE:
+            will = job.qtime - WILLQUEUE_ADVANCE_MS
+            if will < at:
+                at = will
+        self.schedule(job, at)
+
+    def schedule(self, job: Job, at: int) -> None:
+        if job.awake:
+            old = self.buckets.get(job.awake // BUCKET_MS)
+            if old is not None:
+                old.discard(job)
+        job.awake = at
+        key = at // BUCKET_MS
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            bucket = self.buckets[key] = set()
+            heapq.heappush(self.bucket_heap, key)
+        bucket.add(job)
+
+    def _unschedule(self, job: Job) -> None:
+        if job.awake:
+            bucket = self.buckets.get(job.awake // BUCKET_MS)
+            if bucket is not None:
+                bucket.discard(job)
+
+    def process_due(self, now: int) -> int:
+        """Run processJob on every job whose awake time has come."""
+        processed = 0
+        heap = self.bucket_heap
+        while heap and heap[0] * BUCKET_MS <= now:
+            key = heap[0]
+            bucket = self.buckets.get(key)
+            due = [j for j in bucket if j.awake <= now] if bucket else []
+            if bucket and len(due) < len(bucket):
+                # Part of the current bucket is not due yet: handle what is.
+                for job in due:
+                    self.process_job(job, now)
+                return processed + len(due)
+            heapq.heappop(heap)
+            self.buckets.pop(key, None)
+            for job in due:
+                job.awake = 0
+                self.process_job(job, now)
+            processed += len(due)
+        return processed
+
+    def process_job(self, job: Job, now: int) -> None:
+        """The timer event of a job: expire, WILLQUEUE, re-queue, or GC."""
+        server = self.server
+        if job.etime <= now // 1000 and not server.cluster.leaving:
+            server.log.verbose("EVICT %s", job.id.decode())
+            self.unregister(job)
+            return
+        if (job.state == ACTIVE and job.flags & FLAG_BCAST_WILLQUEUE
+                and job.qtime - WILLQUEUE_ADVANCE_MS <= now):
+            server.cluster.send_willqueue(job)
+            job.flags &= ~FLAG_BCAST_WILLQUEUE
+        if job.state == ACTIVE and job.qtime and job.qtime <= now:
+            q = server.queues.lookup(job.queue)
+            if job.retry and q is not None and q.flags & PAUSED_IN:
+                job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+            else:
+                server.queues.enqueue_job(job)
+        if job.state == QUEUED and job.qtime and job.qtime <= now and job.retry:
+            job.flags |= FLAG_BCAST_WILLQUEUE
+            job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+        if job.state == ACKED:
+            server.acks.try_gc(job)
+            if job.id not in self.by_id:
+                return
+        if job.id in self.by_id:
+            self.update_awake(job)
+
+    # ---- scanning --------------------------------------------------------------
+    def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
+        """Up to ``count`` IDs from ``cursor`` on, and the next cursor (0 = done)."""
+        index = self.scan_index
+        lo, hi = 0, len(index)
+        while lo < hi:                      # first ID whose cursor >= cursor
+            mid = (lo + hi) // 2
+            if cursor_of(index[mid]) < cursor:
+                lo = mid + 1
+            else:
+                hi = mid
+        ids = list(index.islice(lo, lo + count))
+        end = lo + len(ids)
+        if end >= len(index):
+            return 0, ids
+        nxt = cursor_of(index[end])
+        # Never return the same cursor twice in a row (many equal prefixes).
+        if nxt == cursor:
+            more = list(index.islice(end, None))
+            stop = next((i for i, jid in enumerate(more) if cursor_of(jid) != cursor), len(more))
+            ids.extend(more[:stop])
+            if end + stop >= len(index):
+                return 0, ids
+            nxt = cursor_of(index[end + stop])
+        return nxt, ids
+
+    def all(self) -> Iterable[Job]:
+        return list(self.by_id.values())
+
+    def flush(self) -> None:
+        self.by_id.clear()
+        self.scan_index.clear()
+        self.buckets.clear()
+        self.bucket_heap.clear()
+
+    def expire_now(self) -> None:
+        """Helper for DEBUG: treat every job as due."""
+        self.process_due(now_ms() + 10**12)
+
+
+__all__ = ["Jobs", "cursor_of", "now_s"]

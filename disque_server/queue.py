@@ -1,0 +1,229 @@
+"""Queues: jobs ordered by ctime, blocked GETJOB clients, pause state, stats.
+
+A queue exists while it has jobs, blocked clients or a pause flag; empty
+idle queues are evicted by the cron. ``Queues`` is the registry and owns the
+queue side of the job state machine: enqueue, dequeue and fetch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from operator import attrgetter
+from typing import TYPE_CHECKING
+
+from sortedcontainers import SortedKeyList
+
+from disque_server.clock import now_ms, now_s, time_error_ms
+from disque_server.job import (
+    ACTIVE,
+    FLAG_BCAST_QUEUED,
+    FLAG_BCAST_WILLQUEUE,
+    FLAG_DELIVERED,
+    QUEUED,
+    Job,
+)
+
+if TYPE_CHECKING:
+    from disque_server.client import Client
+    from disque_server.server import Server
+
+PAUSED_IN, PAUSED_OUT = 1, 2
+PAUSE_NAMES = {0: b"none", PAUSED_IN: b"in", PAUSED_OUT: b"out", PAUSED_IN | PAUSED_OUT: b"all"}
+
+_by_ctime = attrgetter("ctime")
+
+
+def scan_key(name: bytes) -> int:
+    """Stable 62-bit position of a queue name in QSCAN's iteration order."""
+    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big") >> 2
+
+
+class Queue:
+    """One named queue on this node."""
+
+    __slots__ = ("name", "jobs", "ctime", "atime", "flags", "clients", "jobs_in", "jobs_out",
+                 "scan_key", "import_from", "imported", "import_rate", "needjobs_bcast_time",
+                 "needjobs_adhoc_time", "needjobs_bcast_attempt", "needjobs_adhoc_attempt",
+                 "needjobs_responders")
+
+    def __init__(self, name: bytes) -> None:
+        self.name = name
+        self.jobs: SortedKeyList = SortedKeyList(key=_by_ctime)
+        self.ctime = self.atime = now_s()
+        self.flags = 0
+        self.clients: dict[Client, None] = {}   # blocked GETJOB clients, FIFO
+        self.jobs_in = self.jobs_out = 0
+        self.scan_key = scan_key(name)
+        # Federation (cluster): who we import from and how fast.
+        self.import_from: dict[bytes, int] = {}  # node id -> last import time (ms)
+        self.imported = 0                         # jobs imported in the current second
+        self.import_rate = 0
+        self.needjobs_bcast_time = self.needjobs_adhoc_time = 0
+        self.needjobs_bcast_attempt = self.needjobs_adhoc_attempt = 0
+        self.needjobs_responders: dict[bytes, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    @property
+    def pause_name(self) -> bytes:
+        return PAUSE_NAMES[self.flags & (PAUSED_IN | PAUSED_OUT)]
+
+    def stat(self) -> dict[bytes, object]:
+        now = now_s()
+        return {
+            b"name": self.name,
+            b"len": len(self.jobs),
+            b"age": now - self.ctime,
+            b"idle": now - self.atime,
+            b"blocked": len(self.clients),
+            b"import-from": list(self.import_from),
+            b"import-rate": self.import_rate,
+            b"jobs-in": self.jobs_in,
+            b"jobs-out": self.jobs_out,
+            b"pause": self.pause_name,
+        }
+
+
+class Queues:
+    """All queues of the node, and the queue half of the job state machine."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.by_name: dict[bytes, Queue] = {}
+        self.scan_index: SortedKeyList = SortedKeyList(key=attrgetter("scan_key"))
+        self.ready: dict[Queue, None] = {}  # queues that got jobs while clients wait
+        self._serve_scheduled = False
+
+    # ---- low level --------------------------------------------------------
+    def lookup(self, name: bytes) -> Queue | None:
+        return self.by_name.get(name)
+
+    def create(self, name: bytes) -> Queue:
+        q = self.by_name.get(name)
+        if q is None:
+            q = self.by_name[name] = Queue(name)
+            self.scan_index.add(q)
+        return q
+
+    def destroy(self, q: Queue) -> None:
+        del self.by_name[q.name]
+        self.scan_index.remove(q)
+        self.ready.pop(q, None)
+
+    def __len__(self) -> int:
+        return len(self.by_name)
+
+    def __iter__(self) -> Iterator[Queue]:
+        return iter(list(self.by_name.values()))
+
+    def length(self, name: bytes) -> int:
+        q = self.by_name.get(name)
+        return len(q.jobs) if q else 0
+
+    # ---- the job state machine: queue side ------------------------------------
+    def enqueue_job(self, job: Job, nack: bool = False) -> bool:
+        """Put an active job into its queue; False when it cannot be queued."""
+        if job.state == QUEUED:
+            return False
+        if job.retry == 0 and job.flags & FLAG_DELIVERED:
+            return False     # at-most-once: delivered once, never again
+        now = now_ms()
+        job.state = QUEUED
+        if job.retry:
+            job.flags |= FLAG_BCAST_WILLQUEUE
+            job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+        else:
+            job.qtime = 0
+        # The first queueing is not news for the other owners; re-queues are.
+        if job.flags & FLAG_BCAST_QUEUED or nack:
+            if nack:
+                job.nacks += 1
+            else:
+                job.deliveries += 1
+            self.server.cluster.broadcast_queued(job, nack)
+        else:
+            job.flags |= FLAG_BCAST_QUEUED
+        self.server.jobs.update_awake(job)
+        q = self.create(job.queue)
+        q.jobs.add(job)
+        q.jobs_in += 1
+        if q.clients:
+            self.signal_ready(q)
+        return True
+
+    def dequeue_job(self, job: Job) -> bool:
+        """Remove a queued job from its queue: it becomes active."""
+        if job.state != QUEUED:
+            return False
+        q = self.by_name.get(job.queue)
+        if q is not None:
+            q.jobs.discard(job)
+            q.jobs_out += 1
+        job.state = ACTIVE
+        return True
+
+    def fetch_job(self, q: Queue) -> Job | None:
+        """Take the oldest job for a client (GETJOB), unless paused in output."""
+        if not q.jobs or q.flags & PAUSED_OUT:
+            return None
+        job = q.jobs.pop(0)
+        self.mark_delivered(q, job)
+        return job
+
+    def mark_delivered(self, q: Queue, job: Job) -> None:
+        job.state = ACTIVE
+        job.flags |= FLAG_DELIVERED
+        q.atime = now_s()
+        q.jobs_out += 1
+        if job.retry:
+            # The retry period counts from the delivery: the worker gets it all.
+            job.flags |= FLAG_BCAST_WILLQUEUE
+            job.qtime = now_ms() + job.retry * 1000 + time_error_ms(job.retry)
+            self.server.jobs.update_awake(job)
+
+    # ---- blocking ------------------------------------------------------------
+    def block_client(self, client: Client, names: list[bytes]) -> None:
+        for name in names:
+            self.create(name).clients[client] = None
+
+    def unblock_client(self, client: Client, names: list[bytes]) -> None:
+        for name in names:
+            q = self.by_name.get(name)
+            if q is not None:
+                q.clients.pop(client, None)
+
+    def signal_ready(self, q: Queue) -> None:
+        """Blocked clients are served once per loop pass, after all input."""
+        self.ready[q] = None
+        if not self._serve_scheduled:
+            self._serve_scheduled = True
+            self.server.loop.call_soon(self.serve_ready_queues)
+
+    def serve_ready_queues(self) -> None:
+        self._serve_scheduled = False
+        while self.ready:
+            q, _ = self.ready.popitem()
+            while q.clients and q.jobs and not q.flags & PAUSED_OUT:
+                client = next(iter(q.clients))
+                client.serve_blocked_getjob(q)
+
+    # ---- pause ------------------------------------------------------------------
+    def set_pause(self, q: Queue, flags: int) -> None:
+        was_out = q.flags & PAUSED_OUT
+        q.flags = (q.flags & ~(PAUSED_IN | PAUSED_OUT)) | flags
+        if was_out and not flags & PAUSED_OUT and q.clients and q.jobs:
+            self.signal_ready(q)
+
+    # ---- eviction -----------------------------------------------------------------
+    def evict_idle(self, max_idle: int) -> int:
+        """Destroy empty queues idle for longer than max_idle seconds."""
+        now = now_s()
+        evicted = 0
+        for q in list(self.by_name.values()):
+            if (not q.jobs and not q.clients and not q.flags
+                    and now - q.atime > max_idle):
+                self.destroy(q)
+                evicted += 1
+        return evicted

@@ -1,0 +1,315 @@
+"""The node: listeners, command dispatch, the cron, stats and shutdown.
+
+One process, one event loop: everything that touches jobs runs on the loop
+thread, so there are no locks. The cron runs ``hz`` times a second and does
+the periodic work (job timers, memory, idle queues, client timeouts,
+instantaneous stats); blocked-client timeouts use precise loop timers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+
+from disque_server import resp
+from disque_server.ack import Acks
+from disque_server.client import Client
+from disque_server.clock import now_ms
+from disque_server.cluster import Cluster
+from disque_server.commands import Command, build_table
+from disque_server.commands.args import LEAVING_ERROR
+from disque_server.config import Config
+from disque_server.job import CtimeClock, Job
+from disque_server.jobs import Jobs
+from disque_server.log import Log
+from disque_server.memory import FULL, Memory
+from disque_server.queue import Queues
+
+SLOWLOG_MAX_ARGS = 32
+SLOWLOG_MAX_ARGLEN = 128
+
+
+@dataclass
+class Stats:
+    connections_received: int = 0
+    rejected_connections: int = 0
+    commands_processed: int = 0
+    net_input_bytes: int = 0
+    net_output_bytes: int = 0
+    blocked_clients: int = 0
+    expired_jobs: int = 0
+    # instantaneous metrics: (time, commands, input bytes, output bytes) samples
+    samples: deque = field(default_factory=lambda: deque(maxlen=16))
+
+    def reset(self) -> None:
+        blocked = self.blocked_clients
+        self.__init__()  # type: ignore[misc]
+        self.blocked_clients = blocked
+
+    def sample(self) -> None:
+        self.samples.append((time.monotonic(), self.commands_processed,
+                             self.net_input_bytes, self.net_output_bytes))
+
+    def rate(self, index: int) -> float:
+        if len(self.samples) < 2:
+            return 0.0
+        t0, t1 = self.samples[0], self.samples[-1]
+        dt = t1[0] - t0[0]
+        return (t1[index] - t0[index]) / dt if dt > 0 else 0.0
+
+
+class Server:
+    """One Disque node."""
+
+    def __init__(self, config: Config, log: Log) -> None:
+        self.config = config
+        self.log = log
+        self.loop: asyncio.AbstractEventLoop = asyncio.get_event_loop()
+        self.start_time = time.time()
+        self.run_id = os.urandom(20).hex()
+        self.stats = Stats()
+        self.clients: dict[Client, None] = {}
+        self.monitors: dict[Client, None] = {}
+        self.ctime_clock = CtimeClock()
+        self.jobs = Jobs(self)
+        self.queues = Queues(self)
+        self.acks = Acks(self)
+        self.memory = Memory(self)
+        self.cluster = Cluster(self)
+        self.commands: dict[bytes, Command] = build_table()
+        self.command_list: list[Command] = list(dict.fromkeys(self.commands.values()))
+        self.slowlog: deque = deque(maxlen=config["slowlog-max-len"])
+        self.slowlog_next_id = 0
+        self.servers: list[asyncio.AbstractServer] = []
+        self.shutdown_event = asyncio.Event()
+        self.exit_code = 0
+        self._last_second = 0
+        self._cron_expected = 0.0
+        self.stats_max_stall_ms = 0        # worst event loop stall seen by the cron
+        self.latency: dict[str, tuple[int, int, int]] = {}  # event -> (time, last, worst)
+        self.aof = None   # persistence plugs in here
+        config.listeners.append(self.on_config_change)
+
+    # ---- life cycle ------------------------------------------------------------
+    async def start(self) -> None:
+        for host in self.bind_addresses():
+            try:
+                srv = await self.loop.create_server(
+                    lambda: Client(self), host, self.config["port"],
+                    backlog=self.config["tcp-backlog"], reuse_address=True)
+            except OSError:
+                if host == "::1":   # no IPv6 loopback on this machine: fine
+                    continue
+                raise
+            self.servers.append(srv)
+        self.log.notice("Ready to accept connections on port %d", self.config["port"])
+        self.schedule_cron()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self.loop.add_signal_handler(sig, self.on_signal, sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+
+    def bind_addresses(self) -> list[str | None]:
+        bind = self.config["bind"].split()
+        if bind:
+            return bind
+        if self.config["protected-mode"] and not self.config["requirepass"]:
+            self.log.warning("Protected mode: no 'bind' and no 'requirepass' are set, so the "
+                             "node listens on the loopback interface only. Set a password "
+                             "with 'requirepass' or addresses with 'bind' to accept remote "
+                             "clients.")
+            return ["127.0.0.1", "::1"] if socket.has_ipv6 else ["127.0.0.1"]
+        return [None]   # every interface
+
+    async def serve_forever(self) -> int:
+        await self.start()
+        await self.shutdown_event.wait()
+        await self.stop()
+        return self.exit_code
+
+    def on_signal(self, sig: int) -> None:
+        if self.shutdown_event.is_set():
+            self.log.warning("Second signal received: exiting now.")
+            os._exit(1)
+        self.log.warning("Received %s, scheduling shutdown...", signal.Signals(sig).name)
+        self.request_shutdown()
+
+    def request_shutdown(self, exit_code: int = 0) -> None:
+        self.exit_code = exit_code
+        self.shutdown_event.set()
+
+    async def stop(self) -> None:
+        """Shut down in a fixed order: stop listening, close clients, save state."""
+        self.log.warning("User requested shutdown...")
+        for srv in self.servers:
+            srv.close()
+        for client in list(self.clients):
+            client.flush()
+            client.kill()
+        if self.aof is not None:
+            self.aof.close()
+        self.cluster.save_config()
+        pidfile = self.config["pidfile"]
+        if pidfile:
+            try:
+                os.unlink(pidfile)
+            except OSError:
+                pass
+        self.log.warning("Disque is now ready to exit, bye bye...")
+
+    # ---- dispatch --------------------------------------------------------------
+    def dispatch(self, client: Client, argv: list[bytes]) -> None:
+        name = argv[0]
+        cmd = self.commands.get(name)
+        if cmd is None:
+            cmd = self.commands.get(name.lower())
+            if cmd is None:
+                if name.lower() == b"quit":
+                    client.reply(resp.OK)
+                    client.close_after_reply()
+                    return
+                client.reply_error(f"ERR unknown command '{name.decode(errors='replace')}'")
+                return
+        argc = len(argv)
+        if (cmd.arity > 0 and argc != cmd.arity) or argc < -cmd.arity:
+            client.reply_error(f"ERR wrong number of arguments for '{cmd.name}' command")
+            return
+        if not client.authenticated and not cmd.noauth:
+            client.reply(b"-NOAUTH Authentication required.\r\n")
+            return
+        if cmd.denyoom and self.memory.level >= FULL:
+            client.reply(b"-OOM command not allowed when used memory > 'maxmemory'.\r\n")
+            return
+        if self.monitors:
+            self.feed_monitors(client, argv)
+        client.last_cmd = cmd.name_bytes
+        t0 = time.perf_counter()
+        try:
+            cmd.handler(client, argv)
+        except Exception as exc:   # a bug must cost one reply, never the node
+            self.log.warning("Error in command %s: %s\n%s", cmd.name, exc, traceback.format_exc())
+            client.reply_error(f"ERR internal error while running '{cmd.name}': {exc}")
+        elapsed = time.perf_counter() - t0
+        cmd.calls += 1
+        cmd.usec += elapsed
+        self.stats.commands_processed += 1
+        threshold = self.config["slowlog-log-slower-than"]
+        if threshold >= 0 and elapsed * 1e6 >= threshold:
+            self.slowlog_add(argv, elapsed)
+
+    def feed_monitors(self, client: Client, argv: list[bytes]) -> None:
+        now = time.time()
+        args = " ".join('"' + a.decode("latin-1").encode("unicode_escape").decode().replace('"', '\\"') + '"'
+                        for a in argv)
+        line = f"+{now:.6f} [0 {client.addr}] {args}\r\n".encode()
+        for mon in list(self.monitors):
+            if mon is not client:
+                mon.reply(line)
+                mon.flush()
+
+    def slowlog_add(self, argv: list[bytes], elapsed: float) -> None:
+        args = [a[:SLOWLOG_MAX_ARGLEN] + (b"... (%d more bytes)" % (len(a) - SLOWLOG_MAX_ARGLEN)
+                                          if len(a) > SLOWLOG_MAX_ARGLEN else b"")
+                for a in argv[:SLOWLOG_MAX_ARGS]]
+        if len(argv) > SLOWLOG_MAX_ARGS:
+            args[-1] = b"... (%d more arguments)" % (len(argv) - SLOWLOG_MAX_ARGS + 1)
+        self.slowlog.appendleft((self.slowlog_next_id, int(time.time()), int(elapsed * 1e6), args))
+        self.slowlog_next_id += 1
+
+    # ---- cron ------------------------------------------------------------------------
+    def schedule_cron(self) -> None:
+        period = 1 / self.config["hz"]
+        self._cron_expected = time.monotonic() + period
+        self.loop.call_later(period, self.cron)
+
+    def cron(self) -> None:
+        self.record_stall(int((time.monotonic() - self._cron_expected) * 1000))
+        try:
+            now = now_ms()
+            self.jobs.process_due(now)
+            self.stats.sample()
+            if now // 1000 != self._last_second:
+                self._last_second = now // 1000
+                self.once_per_second()
+        except Exception:
+            self.log.warning("Error in cron:\n%s", traceback.format_exc())
+        finally:
+            self.schedule_cron()
+
+    def once_per_second(self) -> None:
+        self.memory.refresh()
+        self.queues.evict_idle(self.config["queue-max-idle-time"])
+        timeout = self.config["timeout"]
+        if timeout:
+            limit = time.time() - timeout
+            for client in list(self.clients):
+                if client.last_interaction < limit and not client.blocked and not client.monitor:
+                    self.log.verbose("Closing idle client %s", client.addr)
+                    client.kill()
+
+    # ---- latency monitoring ---------------------------------------------------------
+    def record_stall(self, stall_ms: int) -> None:
+        """How late the cron ran: the loop was busy that long."""
+        if stall_ms <= 0:
+            return
+        self.stats_max_stall_ms = max(self.stats_max_stall_ms, stall_ms)
+        threshold = self.config["latency-monitor-threshold"]
+        if threshold and stall_ms >= threshold:
+            _, _, worst = self.latency.get("event-loop", (0, 0, 0))
+            self.latency["event-loop"] = (int(time.time()), stall_ms, max(worst, stall_ms))
+
+    def latency_events(self) -> list[tuple[str, int, int, int]]:
+        return [(name, *values) for name, values in self.latency.items()]
+
+    def latency_reset(self) -> None:
+        self.latency.clear()
+        self.stats_max_stall_ms = 0
+
+    def prepare_shutdown_rewrite_aof(self) -> bool:
+        """SHUTDOWN REWRITE-AOF: persistence plugs in here."""
+        if self.aof is None:
+            self.log.warning("SHUTDOWN REWRITE-AOF needs the AOF (appendonly yes)")
+            return False
+        return self.aof.rewrite_for_shutdown()
+
+    def on_config_change(self, name: str, value: object) -> None:
+        if name == "loglevel":
+            self.log.set_level(str(value))
+        elif name == "maxmemory":
+            self.memory.refresh()
+        elif name == "slowlog-max-len":
+            self.slowlog = deque(self.slowlog, maxlen=int(value))  # type: ignore[call-overload]
+
+    # ---- hooks used by the job state machine -------------------------------------------
+    def on_job_unregistered(self, job: Job) -> None:
+        if self.aof is not None:
+            self.aof.deljob(job)
+
+    def on_job_changed(self, job: Job) -> None:
+        if self.aof is not None:
+            self.aof.loadjob(job)
+
+    def flush_all(self) -> None:
+        """DEBUG FLUSHALL, CLUSTER RESET: forget every job and queue."""
+        self.jobs.flush()
+        for q in list(self.queues.by_name.values()):
+            if not q.clients:
+                self.queues.destroy(q)
+            else:
+                q.jobs.clear()
+
+    def reject_blocked_getjob_leaving(self) -> None:
+        """A node starts leaving: clients blocked in GETJOB must go elsewhere."""
+        for client in list(self.clients):
+            if client.blocked and client.blocked.kind == "getjob":
+                client.reply(LEAVING_ERROR)
+                client.unblock()
+                client.flush()
+
