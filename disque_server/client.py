@@ -35,6 +35,15 @@ OUTPUT_HIGH_WATER = 64 * 1024 * 1024   # stop reading a client that does not rea
 _client_ids = itertools.count(1)
 
 
+def multibulk_header_ok(data: bytes) -> bool:
+    """Refuse absurd array lengths before hiredis allocates room for them."""
+    end = data.find(b"\r", 1, 24)
+    if end < 0:
+        return len(data) < 24
+    count = data[1:end]
+    return not count.isdigit() or int(count) <= MAX_MULTIBULK
+
+
 class Blocked:
     """Why a client waits, and how to wake it."""
 
@@ -131,12 +140,15 @@ class Client(asyncio.Protocol):
         if self.inline_buf or (data[:1] != b"*" and not self.reader.has_data()):
             self.inline_buf += data
         else:
+            if not self.reader.has_data() and not multibulk_header_ok(data):
+                self.protocol_error("invalid multibulk length")
+                return
             self.reader.feed(data)
             if self.reader.len() > QUERY_BUFFER_LIMIT:
                 self.protocol_error("query buffer limit reached")
 
     def process_input(self) -> None:
-        while not self.blocked and not self.closing:
+        while not self.blocked and not self.closing and self.transport is not None:
             if self.inline_buf:
                 if not self.process_inline():
                     return

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
-from disque_server.clock import now_ms, now_s, time_error_ms
+from disque_server.clock import time_error_ms
 from disque_server.job import (
     ACKED,
     ACTIVE,
@@ -103,7 +103,7 @@ class Jobs:
             gc = self.server.acks.next_gc_time(job)
             if gc < at:
                 at = gc
-        elif job.qtime and job.flags & FLAG_BCAST_WILLQUEUE:
+        elif job.state == ACTIVE and job.qtime and job.flags & FLAG_BCAST_WILLQUEUE:
             will = job.qtime - WILLQUEUE_ADVANCE_MS
             if will < at:
                 at = will
@@ -129,25 +129,33 @@ class Jobs:
                 bucket.discard(job)
 
     def process_due(self, now: int) -> int:
-        """Run processJob on every job whose awake time has come."""
-        processed = 0
-        heap = self.bucket_heap
+        """Run processJob on every job whose awake time has come.
+
+        Due jobs are collected first and each is processed once per call:
+        a job rescheduled into the past waits for the next tick, so this
+        can never spin.
+        """
+        heap, buckets = self.bucket_heap, self.buckets
+        due: list[Job] = []
         while heap and heap[0] * BUCKET_MS <= now:
             key = heap[0]
-            bucket = self.buckets.get(key)
-            due = [j for j in bucket if j.awake <= now] if bucket else []
-            if bucket and len(due) < len(bucket):
-                # Part of the current bucket is not due yet: handle what is.
-                for job in due:
-                    self.process_job(job, now)
-                return processed + len(due)
+            bucket = buckets.get(key)
+            if bucket and (key + 1) * BUCKET_MS > now + 1:
+                # The bucket straddles now: take what is due, keep the rest.
+                ready = [j for j in bucket if j.awake <= now]
+                bucket.difference_update(ready)
+                due.extend(ready)
+                break
             heapq.heappop(heap)
-            self.buckets.pop(key, None)
-            for job in due:
-                job.awake = 0
+            buckets.pop(key, None)
+            if bucket:
+                due.extend(bucket)
+        for job in due:
+            job.awake = 0
+        for job in due:
+            if job.id in self.by_id and job.awake == 0:
                 self.process_job(job, now)
-            processed += len(due)
-        return processed
+        return len(due)
 
     def process_job(self, job: Job, now: int) -> None:
         """The timer event of a job: expire, WILLQUEUE, re-queue, or GC."""
@@ -210,10 +218,3 @@ class Jobs:
         self.scan_index.clear()
         self.buckets.clear()
         self.bucket_heap.clear()
-
-    def expire_now(self) -> None:
-        """Helper for DEBUG: treat every job as due."""
-        self.process_due(now_ms() + 10**12)
-
-
-__all__ = ["Jobs", "cursor_of", "now_s"]
