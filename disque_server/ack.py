@@ -8,6 +8,7 @@ GC is retried with a growing backoff.
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms
@@ -26,22 +27,26 @@ class Acks:
 
     def acknowledge_job(self, job: Job) -> None:
         """Move a job to the acked state (ACKJOB, SETACK)."""
+        if job.state == ACKED:
+            return
         self.server.queues.dequeue_job(job)
         job.state = ACKED
         job.qtime = 0
+        job.nodes_confirmed = ()     # collected again by the GC
         self.server.jobs.update_awake(job)
         self.server.on_job_changed(job)
 
     def try_gc(self, job: Job) -> None:
         """Delete the job here and on the other owners once they know of the ACK."""
-        cluster = self.server.cluster
-        others = [n for n in job.nodes_delivered if n != cluster.myself.id]
-        if not others or cluster.size == 1:
+        if job.state != ACKED:
+            return
+        if self.server.cluster.size == 1:
             self.server.jobs.unregister(job)
             return
-        job.gc_retry += 1
-        cluster.start_gc(job)
+        job.gc_retry = min(job.gc_retry + 1, 10)
+        if not self.server.cluster.start_gc(job):
+            self.server.jobs.update_awake(job)
 
     def next_gc_time(self, job: Job) -> int:
-        delay = min(GC_RETRY_MIN_MS * (2 ** min(job.gc_retry, 10)), GC_RETRY_MAX_MS)
-        return now_ms() + delay
+        delay = min(GC_RETRY_MIN_MS * (2 ** job.gc_retry), GC_RETRY_MAX_MS)
+        return now_ms() + delay + random.randint(0, 500)

@@ -272,20 +272,18 @@ class Client(asyncio.Protocol):
         self.flush()
 
     def serve_blocked_getjob(self, q: Queue) -> None:
-        """A job arrived in a queue this client waits on: reply and unblock."""
+        """A job arrived in a queue this client waits on: reply with it and unblock.
+
+        As in Disque, a blocked client gets one job, whatever its COUNT, so
+        that jobs arriving together are spread over the waiting clients.
+        """
         from disque_server.commands.getjob import reply_jobs
 
         blocked = self.blocked
         assert blocked is not None
-        queues = self.server.queues
-        jobs = []
-        while len(jobs) < blocked.count:
-            job = queues.fetch_job(q)
-            if job is None:
-                break
-            jobs.append(job)
-        if jobs:
-            reply_jobs(self, jobs, blocked.withcounters)
+        job = self.server.queues.fetch_job(q)
+        if job is not None:
+            reply_jobs(self, [job], blocked.withcounters)
         self.unblock()
         self.flush()
 

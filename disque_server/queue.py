@@ -43,9 +43,9 @@ class Queue:
     """One named queue on this node."""
 
     __slots__ = ("name", "jobs", "ctime", "atime", "flags", "clients", "jobs_in", "jobs_out",
-                 "scan_key", "import_from", "imported", "import_rate", "needjobs_bcast_time",
-                 "needjobs_adhoc_time", "needjobs_bcast_attempt", "needjobs_adhoc_attempt",
-                 "needjobs_responders")
+                 "scan_key", "import_cur_time", "import_cur_count", "import_prev_time",
+                 "import_prev_count", "needjobs_bcast_time", "needjobs_adhoc_time",
+                 "needjobs_bcast_attempt", "needjobs_adhoc_attempt", "needjobs_responders")
 
     def __init__(self, name: bytes) -> None:
         self.name = name
@@ -55,16 +55,37 @@ class Queue:
         self.clients: dict[Client, None] = {}   # blocked GETJOB clients, FIFO
         self.jobs_in = self.jobs_out = 0
         self.scan_key = scan_key(name)
-        # Federation (cluster): who we import from and how fast.
-        self.import_from: dict[bytes, int] = {}  # node id -> last import time (ms)
-        self.imported = 0                         # jobs imported in the current second
-        self.import_rate = 0
+        # Federation (cluster): jobs imported in this second and the previous one.
+        self.import_cur_time = self.import_prev_time = self.ctime
+        self.import_cur_count = self.import_prev_count = 0
         self.needjobs_bcast_time = self.needjobs_adhoc_time = 0
         self.needjobs_bcast_attempt = self.needjobs_adhoc_attempt = 0
-        self.needjobs_responders: dict[bytes, int] = {}
+        self.needjobs_responders: dict[bytes, int] = {}   # node id -> last YOURJOBS (ms)
 
     def __len__(self) -> int:
         return len(self.jobs)
+
+    def count_import(self, n: int = 1) -> None:
+        now = now_s()
+        if now != self.import_cur_time:
+            self.import_prev_time, self.import_prev_count = self.import_cur_time, self.import_cur_count
+            self.import_cur_time, self.import_cur_count = now, 0
+        self.import_cur_count += n
+
+    @property
+    def import_rate(self) -> int:
+        """Jobs per second imported lately (0 after 5 s without imports)."""
+        now = now_s()
+        if now - self.import_cur_time > 5:
+            return 0
+        elapsed = max(now - self.import_prev_time, 1)
+        return int((self.import_prev_count + self.import_cur_count) / elapsed)
+
+    def valid_responders(self, now_ms: int, ttl_ms: int = 5000) -> list[bytes]:
+        for node_id, t in list(self.needjobs_responders.items()):
+            if now_ms - t > ttl_ms:
+                del self.needjobs_responders[node_id]
+        return list(self.needjobs_responders)
 
     @property
     def pause_name(self) -> bytes:
@@ -78,7 +99,7 @@ class Queue:
             b"age": now - self.ctime,
             b"idle": now - self.atime,
             b"blocked": len(self.clients),
-            b"import-from": list(self.import_from),
+            b"import-from": self.valid_responders(now * 1000),
             b"import-rate": self.import_rate,
             b"jobs-in": self.jobs_in,
             b"jobs-out": self.jobs_out,
@@ -170,6 +191,10 @@ class Queues:
             return None
         job = q.jobs.pop(0)
         self.mark_delivered(q, job)
+        if not q.jobs and self.server.cluster.size > 1:
+            from disque_server.cluster.federation import on_queue_drained
+
+            on_queue_drained(self.server.cluster, q)
         return job
 
     def mark_delivered(self, q: Queue, job: Job) -> None:
@@ -182,6 +207,8 @@ class Queues:
             job.flags |= FLAG_BCAST_WILLQUEUE
             job.qtime = now_ms() + job.retry * 1000 + time_error_ms(job.retry)
             self.server.jobs.update_awake(job)
+            if len(job.nodes_delivered) > 1:
+                self.server.cluster.broadcast_working(job)   # the other owners wait too
 
     # ---- blocking ------------------------------------------------------------
     def block_client(self, client: Client, names: list[bytes]) -> None:

@@ -98,7 +98,8 @@ class Server:
 
     # ---- life cycle ------------------------------------------------------------
     async def start(self) -> None:
-        for host in self.bind_addresses():
+        hosts = self.bind_addresses()
+        for host in hosts:
             try:
                 srv = await self.loop.create_server(
                     lambda: Client(self), host, self.config["port"],
@@ -108,7 +109,9 @@ class Server:
                     continue
                 raise
             self.servers.append(srv)
-        self.log.notice("Ready to accept connections on port %d", self.config["port"])
+        await self.cluster.start_bus(hosts)
+        self.log.notice("Ready to accept connections on port %d (cluster bus on port %d)",
+                        self.config["port"], self.config["port"] + 10000)
         self.schedule_cron()
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
@@ -155,6 +158,7 @@ class Server:
             client.kill()
         if self.aof is not None:
             self.aof.close()
+        self.cluster.close()
         self.cluster.save_config()
         pidfile = self.config["pidfile"]
         if pidfile:
@@ -234,6 +238,7 @@ class Server:
         try:
             now = now_ms()
             self.jobs.process_due(now)
+            self.cluster.cron(now)
             self.stats.sample()
             if now // 1000 != self._last_second:
                 self._last_second = now // 1000

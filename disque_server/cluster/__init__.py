@@ -1,17 +1,29 @@
-"""This node's view of the cluster.
+"""This node's view of the cluster: membership, failure detection, dispatch.
 
-For now the node is a cluster of one: it has its identity (a 40 hex digit
-node ID created at first start and kept in ``cluster-config-file``), the
-LEAVING flag, and no-op hooks where the cluster state machine
-(replication, QUEUED/WILLQUEUE, ACK GC, federation) plugs in.
+The node ID (40 hex digits) is created at first start and kept with the
+known peers in ``cluster-config-file`` (rewritten atomically), so a
+restarted node rejoins by itself. The job side of the Disque state machine
+lives in sibling modules, one per part of the README:
+
+- ``replication``  REPLJOB GOTJOB ENQUEUE: synchronous/async replication
+- ``requeue``      WILLQUEUE QUEUED WORKING: one re-queue, not one per owner
+- ``gc``           SETACK GOTACK DELJOB: acknowledgement garbage collection
+- ``federation``   NEEDJOBS YOURJOBS PAUSE: moving jobs to where consumers are
+- ``bus``          framing and links; ``serialize``: jobs on the wire
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-import time
+import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from disque_server.clock import now_ms
+from disque_server.cluster import federation, gc, replication, requeue
+from disque_server.cluster.bus import BusLink
+from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
 from disque_server.config import atomic_write
 
 if TYPE_CHECKING:
@@ -19,18 +31,10 @@ if TYPE_CHECKING:
     from disque_server.job import Job
     from disque_server.server import Server
 
+FORGET_BLACKLIST_MS = 60_000
+GOSSIP_ENTRIES = 10
 
-class ClusterNode:
-    __slots__ = ("id", "ip", "port", "flags", "ping_sent", "pong_received", "link")
-
-    def __init__(self, node_id: bytes, ip: str = "", port: int = 0) -> None:
-        self.id = node_id
-        self.ip = ip
-        self.port = port
-        self.flags: set[str] = set()
-        self.ping_sent = 0
-        self.pong_received = 0
-        self.link = None
+Handler = Callable[["Cluster", ClusterNode, BusLink, list[bytes]], None]
 
 
 def new_node_id() -> bytes:
@@ -41,55 +45,306 @@ class Cluster:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.config_path = os.path.join(server.config["dir"], server.config["cluster-config-file"])
-        self.myself = ClusterNode(self.load_or_create_id(), "", server.config["port"])
-        self.myself.flags.add("myself")
-        self.myself_only = (self.myself.id,)   # shared by every job created here
-        self.nodes: dict[bytes, ClusterNode] = {self.myself.id: self.myself}
+        self.nodes: dict[bytes, ClusterNode] = {}
         self.leaving = False
+        self.myself = ClusterNode(b"", "", server.config["port"])
+        self.myself.flags.add(MYSELF)
+        self.load_config()
+        self.myself_only = (self.myself.id,)   # shared by every job created here
+        self.inbound: set[BusLink] = set()
+        self.blacklist: dict[bytes, int] = {}
         self.messages_sent = 0
         self.messages_received = 0
+        self.bus_servers: list[asyncio.AbstractServer] = []
+        self.replications: dict[bytes, replication.Replication] = {}
+        self._last_ping_round = 0
 
-    # ---- identity and nodes.conf ---------------------------------------------------
-    def load_or_create_id(self) -> bytes:
+    # ---- nodes.conf -------------------------------------------------------------
+    def load_config(self) -> None:
+        """Read our ID and the known peers; create an ID on first start."""
         try:
             with open(self.config_path, "rb") as f:
-                for line in f.read().splitlines():
-                    fields = line.split()
-                    if len(fields) >= 3 and b"myself" in fields[2].split(b","):
-                        return fields[0]
+                lines = f.read().splitlines()
         except FileNotFoundError:
-            pass
-        node_id = new_node_id()
-        self.save_config(node_id)
-        return node_id
+            lines = []
+        for line in lines:
+            fields = line.split()
+            if fields[:2] == [b"vars", b"leaving"] and len(fields) > 2:
+                self.leaving = fields[2] == b"yes"
+                continue
+            if len(fields) < 3 or len(fields[0]) != 40:
+                continue
+            flags = fields[2].split(b",")
+            if b"myself" in flags:
+                self.myself.id = fields[0]
+                continue
+            host, _, port = fields[1].decode(errors="replace").rpartition(":")
+            if host and port.isdigit():
+                node = ClusterNode(fields[0], host, int(port))
+                node.last_seen = now_ms()
+                self.nodes[node.id] = node
+        if not self.myself.id:
+            self.myself.id = new_node_id()
+        self.nodes[self.myself.id] = self.myself
+        if not lines:
+            self.save_config()
 
-    def save_config(self, node_id: bytes | None = None) -> None:
+    def save_config(self) -> None:
         """Write nodes.conf atomically (temp file, fsync, rename)."""
-        if node_id is None:
-            text = self.nodes_description()
-        else:
-            text = f"{node_id.decode()} :{self.server.config['port']} myself 0 0 connected\n"
-        text += f"vars leaving {'yes' if getattr(self, 'leaving', False) else 'no'}\n"
+        text = self.nodes_description(for_config=True)
+        text += f"vars leaving {'yes' if self.leaving else 'no'}\n"
         try:
             atomic_write(self.config_path, text)
         except OSError as exc:
-            self.server.log.warning("Could not save the cluster config %s: %s", self.config_path, exc)
+            self.server.log.warning("Could not save the cluster config %s: %s",
+                                    self.config_path, exc)
 
-    # ---- views -------------------------------------------------------------------
+    # ---- the bus ---------------------------------------------------------------------
+    async def start_bus(self, hosts: list[str | None]) -> None:
+        loop = self.server.loop
+        for host in hosts:
+            try:
+                srv = await loop.create_server(lambda: BusLink(self), host,
+                                               self.myself.port + 10000, reuse_address=True)
+            except OSError:
+                if host == "::1":
+                    continue
+                raise
+            self.bus_servers.append(srv)
+
+    def close(self) -> None:
+        for srv in self.bus_servers:
+            srv.close()
+        for node in self.nodes.values():
+            if node.link is not None:
+                node.link.close()
+        for link in list(self.inbound):
+            link.close()
+
+    def connect(self, node: ClusterNode) -> None:
+        if node.connecting or node.link is not None or not node.ip:
+            return
+        node.connecting = True
+        node.connect_attempt = now_ms()
+        self.server.loop.create_task(self._connect(node))
+
+    async def _connect(self, node: ClusterNode) -> None:
+        try:
+            _, link = await asyncio.wait_for(self.server.loop.create_connection(
+                lambda: BusLink(self, node), node.ip, node.bus_port), timeout=2)
+        except (TimeoutError, OSError):
+            return
+        finally:
+            node.connecting = False
+        if self.nodes.get(node.id) is not node:   # forgotten meanwhile
+            link.close()
+            return
+        node.link = link
+        # MEET makes the peer add us; a peer that already answered us knows us.
+        mtype = b"MEET" if HANDSHAKE in node.flags or not node.pong_received else b"PING"
+        self.send(node, mtype, self.gossip_payload(node))
+
+    def header(self, mtype: bytes) -> list[bytes]:
+        return [mtype, self.myself.id, b"%d" % self.myself.port,
+                b"leaving" if self.leaving else b"-"]
+
+    def send(self, node: ClusterNode, mtype: bytes, payload: list[bytes]) -> bool:
+        if node.link is None:
+            return False
+        node.link.send(self.header(mtype) + payload)
+        return True
+
+    def send_to_ids(self, ids: object, mtype: bytes, payload: list[bytes]) -> None:
+        for node_id in ids:  # type: ignore[attr-defined]
+            node = self.nodes.get(node_id)
+            if node is not None and node is not self.myself:
+                self.send(node, mtype, payload)
+
+    def broadcast(self, mtype: bytes, payload: list[bytes]) -> None:
+        for node in self.reachable_nodes():
+            self.send(node, mtype, payload)
+
+    # ---- receiving -----------------------------------------------------------------
+    def handle_message(self, link: BusLink, msg: list[bytes]) -> None:
+        mtype, sender_id, sender_port, sender_flags = msg[0], msg[1], msg[2], msg[3]
+        payload = msg[4:]
+        self.messages_received += 1
+        node = self.nodes.get(sender_id)
+        if node is None:
+            node = self.unknown_sender(link, mtype, sender_id, sender_port)
+            if node is None:
+                return
+        now = now_ms()
+        node.last_seen = now
+        if node.flags & {PFAIL, FAIL}:
+            node.flags -= {PFAIL, FAIL}
+            self.server.log.notice("Node %s is reachable again", sender_id[:8].decode())
+        if sender_flags == b"leaving":
+            node.flags.add(LEAVING)
+        else:
+            node.flags.discard(LEAVING)
+        handler = HANDLERS.get(mtype)
+        if handler is not None:
+            try:
+                handler(self, node, link, payload)
+            except (ValueError, IndexError) as exc:
+                self.server.log.verbose("Bad %s message from %s: %s", mtype.decode(errors="replace"),
+                                        sender_id[:8].decode(errors="replace"), exc)
+
+    def unknown_sender(self, link: BusLink, mtype: bytes, sender_id: bytes,
+                       sender_port: bytes) -> ClusterNode | None:
+        """Only MEET (or the PONG answering our handshake) introduces a new node."""
+        if len(sender_id) != 40 or not sender_port.isdigit() or self.blacklisted(sender_id):
+            return None
+        if mtype == b"PONG" and link.node is not None and HANDSHAKE in link.node.flags:
+            node = link.node
+            del self.nodes[node.id]
+            node.id = sender_id
+            node.flags.discard(HANDSHAKE)
+            self.nodes[sender_id] = node
+            self.server.log.notice("Handshake with node %s completed", sender_id[:8].decode())
+            self.save_config()
+            return node
+        if mtype == b"MEET":
+            node = ClusterNode(sender_id, link.peer_ip, int(sender_port))
+            node.last_seen = now_ms()
+            self.nodes[sender_id] = node
+            self.server.log.notice("Node %s (%s:%s) joined the cluster", sender_id[:8].decode(),
+                                   link.peer_ip, sender_port.decode())
+            self.save_config()
+            self.connect(node)
+            return node
+        return None
+
+    def learn_my_ip(self, ip: str) -> None:
+        if not self.myself.ip and ip:
+            self.myself.ip = ip
+            self.save_config()
+
+    def blacklisted(self, node_id: bytes) -> bool:
+        until = self.blacklist.get(node_id)
+        if until is None:
+            return False
+        if until < now_ms():
+            del self.blacklist[node_id]
+            return False
+        return True
+
+    # ---- membership: MEET PING PONG FAIL and gossip -----------------------------------
+    def meet(self, ip: str, port: int) -> str | None:
+        """CLUSTER MEET: start a handshake; the peer's real ID arrives with its PONG."""
+        for node in self.nodes.values():
+            if node.ip == ip and node.port == port and node is not self.myself:
+                return None
+        node = ClusterNode(b"h" + new_node_id()[1:], ip, port)
+        node.flags.add(HANDSHAKE)
+        node.ctime = node.last_seen = now_ms()
+        self.nodes[node.id] = node
+        self.connect(node)
+        return None
+
+    def gossip_payload(self, target: ClusterNode) -> list[bytes]:
+        """A few other nodes we know, with their flags: spreads membership and failures."""
+        others = [n for n in self.nodes.values()
+                  if n is not target and HANDSHAKE not in n.flags and n.ip]
+        if len(others) > GOSSIP_ENTRIES:
+            others = random.sample(others, GOSSIP_ENTRIES)
+        payload: list[bytes] = []
+        for n in others:
+            flags = ",".join(sorted(n.flags & {PFAIL, FAIL, LEAVING})) or "-"
+            payload += [n.id, n.ip.encode(), b"%d" % n.port, flags.encode()]
+        return payload
+
+    def process_gossip(self, sender: ClusterNode, payload: list[bytes]) -> None:
+        now = now_ms()
+        for i in range(0, len(payload) - 3, 4):
+            node_id, ip, port, flags = payload[i:i + 4]
+            if node_id == self.myself.id or len(node_id) != 40 or not port.isdigit():
+                continue
+            node = self.nodes.get(node_id)
+            if node is None:
+                if self.blacklisted(node_id) or not ip:
+                    continue
+                node = ClusterNode(node_id, ip.decode(errors="replace"), int(port))
+                node.last_seen = now
+                self.nodes[node_id] = node
+                self.server.log.notice("Discovered node %s via gossip", node_id[:8].decode())
+                self.save_config()
+                self.connect(node)
+                continue
+            if b"pfail" in flags or b"fail" in flags:
+                node.fail_reports[sender.id] = now
+            else:
+                node.fail_reports.pop(sender.id, None)
+
+    # ---- failure detection and the cluster cron ---------------------------------------
+    def cron(self, now: int) -> None:
+        timeout = self.server.config["cluster-node-timeout"]
+        ping_every = max(50, min(1000, timeout // 4))
+        ping_round = now - self._last_ping_round >= ping_every
+        if ping_round:
+            self._last_ping_round = now
+        for node in list(self.nodes.values()):
+            if node is self.myself:
+                continue
+            if HANDSHAKE in node.flags:
+                if now - node.ctime > max(timeout, 2000):
+                    self.drop(node)
+                    continue
+            if node.link is None:
+                if not node.connecting and now - node.connect_attempt >= min(1000, timeout // 2):
+                    self.connect(node)
+            elif ping_round and HANDSHAKE not in node.flags:
+                if not node.ping_sent:
+                    node.ping_sent = now
+                self.send(node, b"PING", self.gossip_payload(node))
+            if HANDSHAKE in node.flags:
+                continue
+            if now - node.last_seen > timeout and not node.flags & {PFAIL, FAIL}:
+                node.flags.add(PFAIL)
+                self.server.log.notice("Node %s is possibly failing (PFAIL)", node.id[:8].decode())
+            if PFAIL in node.flags and FAIL not in node.flags:
+                self.check_fail(node, now, timeout)
+        replication.cron(self, now)
+        federation.cron(self, now)
+
+    def check_fail(self, node: ClusterNode, now: int, timeout: int) -> None:
+        """PFAIL becomes FAIL when a majority of the nodes sees it failing."""
+        reports = sum(1 for t in node.fail_reports.values() if now - t <= timeout * 2)
+        if reports + 1 >= self.size // 2 + 1:
+            node.flags.discard(PFAIL)
+            node.flags.add(FAIL)
+            self.server.log.notice("Marking node %s as failing (quorum reached)", node.id[:8].decode())
+            self.broadcast(b"FAIL", [node.id])
+
+    def drop(self, node: ClusterNode) -> None:
+        self.nodes.pop(node.id, None)
+        if node.link is not None:
+            node.link.close()
+            node.link = None
+
+    # ---- views ----------------------------------------------------------------------
     @property
     def size(self) -> int:
-        return len(self.nodes)
+        return sum(1 for n in self.nodes.values() if HANDSHAKE not in n.flags)
+
+    def reachable_nodes(self) -> list[ClusterNode]:
+        """Other nodes we can currently talk to."""
+        return [n for n in self.nodes.values()
+                if n is not self.myself and n.link is not None and not n.failing
+                and HANDSHAKE not in n.flags]
+
+    def replication_candidates_count(self) -> int:
+        return sum(1 for n in self.reachable_nodes() if LEAVING not in n.flags)
 
     @property
     def reachable_count(self) -> int:
-        """Other nodes we can currently talk to."""
-        return sum(1 for n in self.nodes.values()
-                   if n is not self.myself and not n.flags & {"pfail", "fail"} and n.link)
+        return len(self.reachable_nodes())
 
     def priority(self, node: ClusterNode) -> int:
-        if "leaving" in node.flags or (node is self.myself and self.leaving):
+        if LEAVING in node.flags or (node is self.myself and self.leaving):
             return 100
-        if node.flags & {"pfail", "fail"}:
+        if node.failing:
             return 10
         if node is not self.myself and node.link is None:
             return 5
@@ -97,19 +352,22 @@ class Cluster:
 
     def hello_entries(self) -> list[list[bytes]]:
         return [[n.id, n.ip.encode(), str(n.port).encode(), str(self.priority(n)).encode()]
-                for n in self.nodes.values()]
+                for n in self.nodes.values() if HANDSHAKE not in n.flags]
 
     def node_flags(self, node: ClusterNode) -> str:
-        flags = [f for f in ("myself", "pfail", "fail", "leaving", "handshake", "noaddr")
-                 if f in node.flags or (f == "leaving" and node is self.myself and self.leaving)]
+        flags = [f for f in (MYSELF, PFAIL, FAIL, LEAVING, HANDSHAKE)
+                 if f in node.flags or (f == LEAVING and node is self.myself and self.leaving)]
+        if not node.ip and node is not self.myself:
+            flags.append("noaddr")
         return ",".join(flags) or "noflags"
 
-    def nodes_description(self) -> str:
+    def nodes_description(self, for_config: bool = False) -> str:
         lines = []
         for n in self.nodes.values():
-            addr = f"{n.ip}:{n.port}"
+            if HANDSHAKE in n.flags and for_config:
+                continue
             link = "connected" if n is self.myself or n.link else "disconnected"
-            lines.append(f"{n.id.decode()} {addr} {self.node_flags(n)} "
+            lines.append(f"{n.id.decode()} {n.ip}:{n.port} {self.node_flags(n)} "
                          f"{n.ping_sent} {n.pong_received} {link}")
         return "\n".join(lines) + "\n"
 
@@ -120,62 +378,102 @@ class Cluster:
                 f"cluster_stats_messages_sent:{self.messages_sent}\r\n"
                 f"cluster_stats_messages_received:{self.messages_received}\r\n")
 
-    # ---- membership -------------------------------------------------------------
-    def meet(self, ip: str, port: int) -> str | None:
-        """CLUSTER MEET: an error text, or None when the handshake started."""
-        return "ERR This node runs without a cluster bus: CLUSTER MEET is not available yet"
-
+    # ---- admin: FORGET, RESET, LEAVING --------------------------------------------------
     def forget(self, node_id: bytes) -> None:
-        self.nodes.pop(node_id, None)
+        node = self.nodes.get(node_id)
+        if node is not None:
+            self.drop(node)
+        self.blacklist[node_id] = now_ms() + FORGET_BLACKLIST_MS
         self.save_config()
 
-    # ---- leaving -----------------------------------------------------------------
+    def reset(self, hard: bool) -> None:
+        """CLUSTER RESET: forget every other node and every job; HARD: new ID."""
+        self.server.flush_all()
+        for node in list(self.nodes.values()):
+            if node is not self.myself:
+                self.drop(node)
+        if hard:
+            self.nodes.pop(self.myself.id, None)
+            self.myself.id = new_node_id()
+            self.myself_only = (self.myself.id,)
+            self.nodes[self.myself.id] = self.myself
+        self.save_config()
+
     def set_leaving(self, leaving: bool) -> None:
         self.leaving = leaving
         self.save_config()
         if leaving:
             self.server.reject_blocked_getjob_leaving()
+        for node in self.reachable_nodes():   # tell everybody now, not at the next PING
+            self.send(node, b"PING", self.gossip_payload(node))
 
-    # ---- reset -------------------------------------------------------------------
-    def reset(self, hard: bool) -> None:
-        """CLUSTER RESET: forget every other node and every job; HARD: new ID."""
-        self.server.flush_all()
-        self.nodes = {self.myself.id: self.myself}
-        if hard:
-            del self.nodes[self.myself.id]
-            self.myself.id = new_node_id()
-            self.nodes[self.myself.id] = self.myself
-            self.myself_only = (self.myself.id,)
-        self.save_config()
-
-    # ---- the cluster state machine hooks (single node: nothing to tell) -----------
-    def broadcast_queued(self, job: Job, nack: bool) -> None:
-        pass
-
-    def send_willqueue(self, job: Job) -> None:
-        pass
-
-    def broadcast_working(self, job: Job) -> None:
-        pass
-
-    def broadcast_pause(self, queue: bytes, flags: int) -> None:
-        pass
-
-    def start_gc(self, job: Job) -> None:
-        pass
-
-    def send_deljob(self, job: Job, node_ids: list[bytes] | None = None) -> None:
-        pass
-
-    def need_jobs(self, queue: bytes) -> None:
-        pass
-
-    def broadcast_deljob_unknown(self, job_id: bytes) -> None:
-        pass
-
+    # ---- the job state machine hooks, used by the rest of the server ---------------------
     def replicate_new_job(self, client: Client, job: Job, additional: int, timeout_ms: int,
                           asynchronous: bool, extrepl: bool) -> None:
-        raise NotImplementedError("replication needs the cluster bus")
+        replication.replicate_new_job(self, client, job, additional, timeout_ms,
+                                      asynchronous, extrepl)
 
-    def uptime_ms(self) -> int:
-        return int(time.time() * 1000)
+    def broadcast_queued(self, job: Job, nack: bool) -> None:
+        requeue.broadcast_queued(self, job, nack)
+
+    def send_willqueue(self, job: Job) -> None:
+        requeue.send_willqueue(self, job)
+
+    def broadcast_working(self, job: Job) -> None:
+        requeue.broadcast_working(self, job)
+
+    def start_gc(self, job: Job) -> bool:
+        return gc.start_gc(self, job)
+
+    def send_deljob(self, job: Job) -> None:
+        gc.send_deljob(self, job)
+
+    def broadcast_deljob_unknown(self, job_id: bytes) -> None:
+        self.broadcast(b"DELJOB", [job_id])
+
+    def broadcast_pause(self, queue: bytes, flags: int) -> None:
+        self.broadcast(b"PAUSE", [queue, b"%d" % flags])
+
+    def need_jobs(self, queue: bytes) -> None:
+        federation.need_jobs(self, queue)
+
+
+# ---- message handlers: membership --------------------------------------------------------
+
+def on_meet(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    if node.ip == "" and link.peer_ip:
+        node.ip = link.peer_ip
+    link.send(cluster.header(b"PONG") + cluster.gossip_payload(node))
+    cluster.process_gossip(node, payload)
+    if node.link is None:
+        cluster.connect(node)
+
+
+def on_ping(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    link.send(cluster.header(b"PONG") + cluster.gossip_payload(node))
+    cluster.process_gossip(node, payload)
+
+
+def on_pong(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    node.pong_received = now_ms()
+    node.ping_sent = 0
+    cluster.process_gossip(node, payload)
+
+
+def on_fail(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    failing = cluster.nodes.get(payload[0])
+    if failing is not None and failing is not cluster.myself and not failing.flags & {FAIL}:
+        failing.flags.discard(PFAIL)
+        failing.flags.add(FAIL)
+
+
+HANDLERS: dict[bytes, Handler] = {
+    b"MEET": on_meet,
+    b"PING": on_ping,
+    b"PONG": on_pong,
+    b"FAIL": on_fail,
+    **replication.HANDLERS,
+    **requeue.HANDLERS,
+    **gc.HANDLERS,
+    **federation.HANDLERS,
+}

@@ -12,6 +12,7 @@ from disque_server.queue import PAUSED_IN
 
 if TYPE_CHECKING:
     from disque_server.client import Client
+    from disque_server.server import Server
 
 DEFAULT_TTL = 24 * 3600
 DEFAULT_RETRY_MAX = 300
@@ -91,7 +92,7 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
     # Replicate externally (no local copy) when leaving or short of memory.
     extrepl = cluster.size > 1 and (cluster.leaving or server.memory.level >= EXTERNAL_REPL)
     additional = opts.replicate if extrepl else opts.replicate - 1
-    reachable = cluster.reachable_count
+    reachable = cluster.replication_candidates_count() if cluster.size > 1 else 0
     if additional > reachable:
         c.reply(NOREPL_NO_COPY if extrepl and additional - 1 == reachable else NOREPL)
         return
@@ -134,12 +135,14 @@ def create_job(c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrep
 
 def start_job(c: Client, job: Job) -> None:
     """The job is replicated as asked: register it and queue it (unless delayed)."""
-    server = c.server
-    server.jobs.register(job)
+    c.server.jobs.register(job)
+    activate_job(c.server, job)
+
+
+def activate_job(server: Server, job: Job) -> None:
     if job.delay:
         job.state = ACTIVE
         server.jobs.update_awake(job)
     else:
         server.queues.enqueue_job(job)
     server.on_job_changed(job)
-

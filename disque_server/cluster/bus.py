@@ -1,0 +1,99 @@
+"""The cluster bus: framing and links.
+
+Every node listens on its client port + 10000. Messages are RESP arrays of
+bulk strings, parsed with hiredis like client requests::
+
+    [TYPE, sender-id, sender-port, sender-flags, payload ...]
+
+``sender-flags`` is ``leaving`` or ``-``: every message carries it, so a
+node's LEAVING state spreads as fast as any traffic. The message set is the
+README's state machine: MEET PING PONG FAIL (membership and failure
+detection), REPLJOB GOTJOB ENQUEUE (replication), WILLQUEUE QUEUED WORKING
+(re-queue), SETACK GOTACK DELJOB (ACK garbage collection), NEEDJOBS
+YOURJOBS PAUSE (federation). Handlers are ``on_<message>`` functions.
+
+A node keeps one outbound link to every other node and writes to it;
+it reads from both its outbound links and the inbound connections peers
+opened, and answers PING with PONG on the connection the PING came on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import hiredis
+
+if TYPE_CHECKING:
+    from disque_server.cluster import Cluster
+    from disque_server.cluster.node import ClusterNode
+
+MAX_MESSAGE_PARTS = 1_000_000
+BUS_BUFFER_LIMIT = 1024 * 1024 * 1024
+
+
+def encode_message(parts: list[bytes]) -> bytes:
+    out = [b"*%d\r\n" % len(parts)]
+    for p in parts:
+        out.append(b"$%d\r\n%s\r\n" % (len(p), p))
+    return b"".join(out)
+
+
+class BusLink(asyncio.Protocol):
+    """One bus connection, outbound (``node`` set) or inbound."""
+
+    def __init__(self, cluster: Cluster, node: ClusterNode | None = None) -> None:
+        self.cluster = cluster
+        self.node = node
+        self.reader = hiredis.Reader()
+        self.transport: asyncio.Transport | None = None
+        self.peer_ip = ""
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple):
+            self.peer_ip = peer[0]
+        if self.node is not None:
+            local = transport.get_extra_info("sockname")
+            if isinstance(local, tuple):
+                self.cluster.learn_my_ip(local[0])
+        else:
+            self.cluster.inbound.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.cluster.inbound.discard(self)
+        if self.node is not None and self.node.link is self:
+            self.node.link = None
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        if self.reader.len() > BUS_BUFFER_LIMIT:
+            self.close()
+            return
+        while not self.closed:
+            try:
+                msg = self.reader.gets()
+            except (hiredis.ProtocolError, MemoryError, ValueError):
+                self.cluster.server.log.verbose("Bus protocol error from %s: closing", self.peer_ip)
+                self.close()
+                return
+            if msg is False:
+                return
+            if (type(msg) is not list or len(msg) < 4 or len(msg) > MAX_MESSAGE_PARTS
+                    or not all(type(p) is bytes for p in msg)):
+                self.close()
+                return
+            self.cluster.handle_message(self, msg)
+
+    def send(self, parts: list[bytes]) -> None:
+        if self.transport is not None and not self.closed and not self.transport.is_closing():
+            self.transport.write(encode_message(parts))
+            self.cluster.messages_sent += 1
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()

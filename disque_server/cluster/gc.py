@@ -1,0 +1,105 @@
+"""ACK garbage collection: SETACK, GOTACK, DELJOB.
+
+The node holding an acknowledged job sends SETACK to every node that may
+have a copy and is not yet confirmed (to every node, for a dummy ACK whose
+owners are unknown). Each answers GOTACK saying whether it knew the job;
+a node that knows more possible owners than the sender runs its own GC
+instead. When every owner confirmed, DELJOB deletes the copies and the local
+job. A dummy ACK is dropped once an owner (which then does the GC) or every
+node answered. Until then the GC is retried with a growing backoff, so an
+ACK survives owners being down or partitioned away.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from disque_server.cluster.node import HANDSHAKE
+from disque_server.job import ACKED, WAIT_REPL, Job
+
+if TYPE_CHECKING:
+    from disque_server.cluster import Cluster
+    from disque_server.cluster.bus import BusLink
+    from disque_server.cluster.node import ClusterNode
+
+
+def is_dummy(job: Job) -> bool:
+    return not job.nodes_delivered
+
+
+def all_node_ids(cluster: Cluster) -> list[bytes]:
+    return [n.id for n in cluster.nodes.values() if HANDSHAKE not in n.flags]
+
+
+def start_gc(cluster: Cluster, job: Job) -> bool:
+    """One GC attempt: True when the job could be deleted right away."""
+    me = cluster.myself.id
+    if me not in job.nodes_confirmed:
+        job.nodes_confirmed = job.nodes_confirmed + (me,)
+    dummy = is_dummy(job)
+    if (not dummy and set(job.nodes_delivered) <= set(job.nodes_confirmed)) \
+            or (dummy and cluster.size == 1):
+        cluster.server.jobs.unregister(job)
+        return True
+    targets = all_node_ids(cluster) if dummy else job.nodes_delivered
+    payload = [job.id, b"%d" % len(job.nodes_delivered)]
+    cluster.send_to_ids([n for n in targets if n not in job.nodes_confirmed], b"SETACK", payload)
+    return False
+
+
+def send_deljob(cluster: Cluster, job: Job) -> None:
+    me = cluster.myself.id
+    cluster.send_to_ids([n for n in job.nodes_delivered if n != me], b"DELJOB", [job.id])
+
+
+# ---- message handlers -------------------------------------------------------------------
+
+def on_setack(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    server = cluster.server
+    job = server.jobs.lookup(payload[0])
+    may_have = int(payload[1]) if len(payload) > 1 else 0
+    if job is not None and job.state != ACKED:
+        if job.state == WAIT_REPL:
+            cluster.replications.pop(job.id, None)
+        server.acks.acknowledge_job(job)
+    if job is None or len(job.nodes_delivered) <= may_have:
+        cluster.send(sender, b"GOTACK", [payload[0], b"1" if job is not None else b"0"])
+    else:
+        # We know more nodes that may have it than the sender: our GC, not its.
+        server.acks.try_gc(job)
+
+
+def on_gotack(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    server = cluster.server
+    job = server.jobs.lookup(payload[0])
+    if job is None or job.state != ACKED:
+        return
+    known = len(payload) > 1 and payload[1] == b"1"
+    dummy = is_dummy(job)
+    if dummy and known:
+        server.jobs.unregister(job)        # an owner was reached: the GC is its job now
+        return
+    if known or sender.id in job.nodes_delivered:
+        if sender.id not in job.nodes_delivered:
+            job.nodes_delivered = job.nodes_delivered + (sender.id,)
+        if sender.id not in job.nodes_confirmed:
+            job.nodes_confirmed = job.nodes_confirmed + (sender.id,)
+    if dummy:
+        if sender.id not in job.nodes_confirmed:
+            job.nodes_confirmed = job.nodes_confirmed + (sender.id,)
+        if len(job.nodes_confirmed) >= cluster.size:
+            server.jobs.unregister(job)    # nobody in the cluster knows it
+        return
+    if set(job.nodes_delivered) <= set(job.nodes_confirmed):
+        send_deljob(cluster, job)
+        server.jobs.unregister(job)
+
+
+def on_deljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    server = cluster.server
+    job = server.jobs.lookup(payload[0])
+    if job is not None:
+        server.jobs.unregister(job)
+
+
+HANDLERS = {b"SETACK": on_setack, b"GOTACK": on_gotack, b"DELJOB": on_deljob}

@@ -1,0 +1,40 @@
+"""A node of the cluster as this node sees it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from disque_server.cluster.bus import BusLink
+
+PFAIL, FAIL, LEAVING, HANDSHAKE, MYSELF = "pfail", "fail", "leaving", "handshake", "myself"
+
+
+class ClusterNode:
+    __slots__ = ("id", "ip", "port", "flags", "ping_sent", "pong_received", "last_seen",
+                 "link", "connecting", "fail_reports", "ctime", "connect_attempt")
+
+    def __init__(self, node_id: bytes, ip: str = "", port: int = 0) -> None:
+        self.id = node_id
+        self.ip = ip
+        self.port = port
+        self.flags: set[str] = set()
+        self.ping_sent = 0          # ms; an unanswered PING was sent then (0: none)
+        self.pong_received = 0      # ms; last PONG
+        self.last_seen = 0          # ms; last message of any kind
+        self.link: BusLink | None = None   # our outbound connection to it
+        self.connecting = False
+        self.connect_attempt = 0
+        self.fail_reports: dict[bytes, int] = {}   # reporter id -> ms
+        self.ctime = 0
+
+    @property
+    def failing(self) -> bool:
+        return PFAIL in self.flags or FAIL in self.flags
+
+    @property
+    def bus_port(self) -> int:
+        return self.port + 10000
+
+    def __repr__(self) -> str:
+        return f"<ClusterNode {self.id[:8].decode()} {self.ip}:{self.port} {sorted(self.flags)}>"

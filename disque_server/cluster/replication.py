@@ -1,0 +1,210 @@
+"""Job replication: REPLJOB, GOTJOB, ENQUEUE.
+
+ADDJOB sends REPLJOB to REPLICATE-1 reachable nodes (REPLICATE when the
+node replicates externally: leaving, or short of memory) and, unless
+ASYNC, keeps the client blocked until that many GOTJOB arrived. While it is
+slow, one more node is tried every 50 ms and unconfirmed ones are asked
+again; at the ms-timeout the client gets -NOREPL and the partial copies are
+deleted (best effort). Once replicated, the job is queued here, or, with
+external replication, on one of the nodes holding it (ENQUEUE).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from disque_server.client import Blocked
+from disque_server.clock import now_ms
+from disque_server.cluster.node import LEAVING
+from disque_server.cluster.serialize import job_from_fields, job_to_fields
+from disque_server.job import (
+    ACTIVE,
+    FLAG_BCAST_QUEUED,
+    FLAG_BCAST_WILLQUEUE,
+    QUEUED,
+    WAIT_REPL,
+    Job,
+)
+from disque_server.queue import PAUSED_IN
+
+if TYPE_CHECKING:
+    from disque_server.client import Client
+    from disque_server.cluster import Cluster
+    from disque_server.cluster.bus import BusLink
+    from disque_server.cluster.node import ClusterNode
+
+RETRY_TICK_MS = 50      # add one more node this often while replication is slow
+RESEND_MS = 500         # ask unconfirmed nodes again this often
+ASYNC_DEADLINE_MS = 60_000
+
+NOREPL_TIMEOUT = (b"-NOREPL Timeout reached before replicating to the requested number "
+                  b"of nodes\r\n")
+
+
+class Replication:
+    """A job being replicated, and the client waiting for it (if synchronous)."""
+
+    __slots__ = ("job", "client", "needed", "targets", "confirmed", "deadline", "extrepl",
+                 "asynchronous", "last_tick", "last_resend")
+
+    def __init__(self, job: Job, client: Client | None, needed: int, deadline: int,
+                 extrepl: bool, asynchronous: bool) -> None:
+        self.job = job
+        self.client = client
+        self.needed = needed
+        self.targets: list[bytes] = []
+        self.confirmed: set[bytes] = set()
+        self.deadline = deadline
+        self.extrepl = extrepl
+        self.asynchronous = asynchronous
+        self.last_tick = self.last_resend = now_ms()
+
+
+def candidates(cluster: Cluster, exclude: object) -> list[ClusterNode]:
+    """Reachable, non-leaving nodes not asked yet, in random order."""
+    nodes = [n for n in cluster.reachable_nodes()
+             if LEAVING not in n.flags and n.id not in exclude]  # type: ignore[operator]
+    random.shuffle(nodes)
+    return nodes
+
+
+def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: int,
+                      timeout_ms: int, asynchronous: bool, extrepl: bool) -> None:
+    from disque_server.commands.addjob import start_job
+
+    now = now_ms()
+    deadline = now + (timeout_ms or ASYNC_DEADLINE_MS) if (timeout_ms or asynchronous) else 0
+    rep = Replication(job, None if asynchronous else client, additional, deadline,
+                      extrepl, asynchronous)
+    targets = candidates(cluster, ())[:additional]
+    rep.targets = [n.id for n in targets]
+    job.nodes_delivered = (() if extrepl else cluster.myself_only) + tuple(rep.targets)
+    cluster.replications[job.id] = rep
+    server = cluster.server
+    if not extrepl:
+        server.jobs.register(job)   # WAIT_REPL: visible to SHOW while replicating
+    send_repljob(cluster, job, rep.targets)
+    if asynchronous:
+        if not extrepl:
+            start_job(client, job)
+        client.reply(b"+%s\r\n" % job.id)
+        return
+    client.block(Blocked("addjob", data=rep, on_timeout=lambda: None), 0)
+
+
+def send_repljob(cluster: Cluster, job: Job, node_ids: list[bytes]) -> None:
+    payload = job_to_fields(job)
+    cluster.send_to_ids(node_ids, b"REPLJOB", payload)
+
+
+def cron(cluster: Cluster, now: int) -> None:
+    for rep in list(cluster.replications.values()):
+        if rep.deadline and now >= rep.deadline:
+            replication_failed(cluster, rep)
+            continue
+        if rep.client is not None and rep.client.closing and not rep.asynchronous:
+            rep.client = None       # the client left: finish the job anyway, reply to nobody
+        if now - rep.last_tick >= RETRY_TICK_MS:
+            rep.last_tick = now
+            more = candidates(cluster, set(rep.targets))
+            if more:
+                extra = more[0].id
+                rep.targets.append(extra)
+                rep.job.nodes_delivered = rep.job.nodes_delivered + (extra,)
+                send_repljob(cluster, rep.job, [extra])
+        if now - rep.last_resend >= RESEND_MS:
+            rep.last_resend = now
+            send_repljob(cluster, rep.job, [t for t in rep.targets if t not in rep.confirmed])
+
+
+def replication_achieved(cluster: Cluster, rep: Replication) -> None:
+    from disque_server.commands.addjob import activate_job
+
+    job = rep.job
+    del cluster.replications[job.id]
+    server = cluster.server
+    if rep.extrepl:
+        # No local copy: ask one of the holders to queue it.
+        holder = random.choice(sorted(rep.confirmed))
+        cluster.send_to_ids([holder], b"ENQUEUE", [job.id, b"%d" % job.delay])
+    elif not rep.asynchronous and server.jobs.lookup(job.id) is job and job.state == WAIT_REPL:
+        activate_job(server, job)
+    client = rep.client
+    if client is not None and client.blocked is not None and client.blocked.data is rep:
+        client.reply(b"+%s\r\n" % job.id)
+        client.unblock()
+        client.flush()
+
+
+def replication_failed(cluster: Cluster, rep: Replication) -> None:
+    job = rep.job
+    cluster.replications.pop(job.id, None)
+    server = cluster.server
+    cluster.send_to_ids(rep.targets, b"DELJOB", [job.id])   # best effort cleanup
+    if not rep.asynchronous:
+        local = server.jobs.lookup(job.id)
+        if local is job:
+            server.jobs.unregister(job)
+    client = rep.client
+    if client is not None and client.blocked is not None and client.blocked.data is rep:
+        client.reply(NOREPL_TIMEOUT)
+        client.unblock()
+        client.flush()
+
+
+# ---- message handlers ------------------------------------------------------------------------
+
+def on_repljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    """Keep a copy of a job another node is adding, and confirm with GOTJOB."""
+    server = cluster.server
+    job = job_from_fields(payload, ACTIVE)
+    if job is None:
+        return
+    existing = server.jobs.lookup(job.id)
+    if existing is not None:
+        merged = dict.fromkeys(existing.nodes_delivered + job.nodes_delivered)
+        existing.nodes_delivered = tuple(merged)
+        cluster.send(sender, b"GOTJOB", [job.id])
+        return
+    q = server.queues.lookup(job.queue)
+    if (q is not None and q.flags & PAUSED_IN) or server.memory.full or cluster.leaving:
+        return   # no GOTJOB: the origin will try another node
+    if q is not None:
+        job.queue = q.name
+    # A copy here is an owner: its re-queues are news for the others.
+    job.flags |= FLAG_BCAST_QUEUED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
+    server.jobs.register(job)
+    server.on_job_changed(job)
+    cluster.send(sender, b"GOTJOB", [job.id])
+
+
+def on_gotjob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    rep = cluster.replications.get(payload[0])
+    if rep is None or sender.id not in rep.targets:
+        return
+    rep.confirmed.add(sender.id)
+    if len(rep.confirmed) >= rep.needed:
+        replication_achieved(cluster, rep)
+
+
+def on_enqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    """A node without a copy asks us to queue a job we hold."""
+    server = cluster.server
+    job = server.jobs.lookup(payload[0])
+    if job is None or job.state == QUEUED:
+        return
+    q = server.queues.lookup(job.queue)
+    if q is not None and q.flags & PAUSED_IN:
+        return
+    delay = int(payload[1]) if len(payload) > 1 and payload[1].isdigit() else 0
+    if delay and job.state == ACTIVE:
+        job.qtime = job.ctime // 1_000_000 + delay * 1000
+        server.jobs.update_awake(job)
+        return
+    job.flags &= ~FLAG_BCAST_QUEUED   # this first queueing is not a re-queue
+    server.queues.enqueue_job(job)
+    server.on_job_changed(job)
+
+
+HANDLERS = {b"REPLJOB": on_repljob, b"GOTJOB": on_gotjob, b"ENQUEUE": on_enqueue}

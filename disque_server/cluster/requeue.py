@@ -1,0 +1,89 @@
+"""Re-queueing in a cluster: WILLQUEUE, QUEUED, WORKING.
+
+Every owner of an unacknowledged job has a re-queue timer. 500 ms before it
+fires an owner sends WILLQUEUE: owners that have the job queued answer
+QUEUED (the timer is postponed), owners that have it acked answer SETACK.
+When an owner re-queues it broadcasts QUEUED: the others postpone their own
+timer, and if two owners queued it at once, the one with the greater node
+ID dequeues its copy, so one node, not all, delivers it again. WORKING
+(and a delivery, which starts the retry period) postpones every owner.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from disque_server.clock import now_ms, time_error_ms
+from disque_server.job import ACKED, FLAG_BCAST_WILLQUEUE, QUEUED, Job
+
+if TYPE_CHECKING:
+    from disque_server.cluster import Cluster
+    from disque_server.cluster.bus import BusLink
+    from disque_server.cluster.node import ClusterNode
+
+NACK, DELIVERY, NOCOUNT = b"nack", b"deliv", b"-"
+
+
+def other_owners(cluster: Cluster, job: Job) -> list[bytes]:
+    me = cluster.myself.id
+    return [n for n in job.nodes_delivered if n != me]
+
+
+def broadcast_queued(cluster: Cluster, job: Job, nack: bool) -> None:
+    cluster.send_to_ids(other_owners(cluster, job), b"QUEUED",
+                        [job.id, NACK if nack else DELIVERY])
+
+
+def send_willqueue(cluster: Cluster, job: Job) -> None:
+    cluster.send_to_ids(other_owners(cluster, job), b"WILLQUEUE", [job.id])
+
+
+def broadcast_working(cluster: Cluster, job: Job) -> None:
+    cluster.send_to_ids(other_owners(cluster, job), b"WORKING", [job.id])
+
+
+def postpone(cluster: Cluster, job: Job) -> None:
+    if job.retry:
+        job.flags |= FLAG_BCAST_WILLQUEUE
+        job.qtime = now_ms() + job.retry * 1000 + time_error_ms(job.retry)
+        cluster.server.jobs.update_awake(job)
+
+
+# ---- message handlers ------------------------------------------------------------------
+
+def on_willqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    job = cluster.server.jobs.lookup(payload[0])
+    if job is None:
+        return
+    if job.state == QUEUED:
+        cluster.send(sender, b"QUEUED", [job.id, NOCOUNT])
+    elif job.state == ACKED:
+        cluster.send(sender, b"SETACK", [job.id, b"%d" % len(job.nodes_delivered)])
+
+
+def on_queued(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    server = cluster.server
+    job = server.jobs.lookup(payload[0])
+    if job is None or job.state == ACKED:
+        return
+    if job.state == QUEUED and sender.id < cluster.myself.id:
+        server.queues.dequeue_job(job)     # the smaller node ID keeps the queued copy
+    count = payload[1] if len(payload) > 1 else NOCOUNT
+    if count == NACK:
+        job.nacks += 1
+    elif count == DELIVERY:
+        job.deliveries += 1
+    postpone(cluster, job)
+
+
+def on_working(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    server = cluster.server
+    job = server.jobs.lookup(payload[0])
+    if job is None or job.state == ACKED:
+        return
+    if job.state == QUEUED:
+        server.queues.dequeue_job(job)
+    postpone(cluster, job)
+
+
+HANDLERS = {b"WILLQUEUE": on_willqueue, b"QUEUED": on_queued, b"WORKING": on_working}

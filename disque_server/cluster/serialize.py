@@ -1,0 +1,31 @@
+"""Jobs as lists of byte strings, for REPLJOB, YOURJOBS (and the AOF)."""
+
+from __future__ import annotations
+
+from disque_server.job import Job, valid_job_id
+
+FIELDS = 12
+
+
+def job_to_fields(job: Job) -> list[bytes]:
+    return [job.id, job.queue or b"", job.body or b"", b"%d" % job.repl, b"%d" % job.etime,
+            b"%d" % job.ctime, b"%d" % job.delay, b"%d" % job.retry, b"%d" % job.nacks,
+            b"%d" % job.deliveries, b"%d" % job.qtime, b" ".join(job.nodes_delivered)]
+
+
+def job_from_fields(fields: list[bytes], state: int) -> Job | None:
+    """A Job from its fields, or None when they are malformed."""
+    if len(fields) != FIELDS or not valid_job_id(fields[0]):
+        return None
+    try:
+        nums = [int(f) for f in fields[3:11]]
+    except ValueError:
+        return None
+    repl, etime, ctime, delay, retry, nacks, deliveries, qtime = nums
+    job = Job(fields[0], state, etime, retry)
+    job.queue = fields[1]
+    job.body = fields[2]
+    job.repl, job.ctime, job.delay = repl, ctime, delay
+    job.nacks, job.deliveries, job.qtime = nacks, deliveries, qtime
+    job.nodes_delivered = tuple(fields[11].split())
+    return job
