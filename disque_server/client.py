@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 MAX_INLINE = 64 * 1024
 QUERY_BUFFER_LIMIT = 1024 * 1024 * 1024
 MAX_MULTIBULK = 1024 * 1024
+PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
+SCAN_PENDING_MAX = 1024 * 1024        # look for absurd lengths in requests this small
 OUTPUT_HIGH_WATER = 64 * 1024 * 1024   # stop reading a client that does not read
 
 _client_ids = itertools.count(1)
@@ -42,6 +44,40 @@ def multibulk_header_ok(data: bytes) -> bool:
         return len(data) < 24
     count = data[1:end]
     return not count.isdigit() or int(count) <= MAX_MULTIBULK
+
+
+def oversized_header(buf: bytes) -> str | None:
+    """Walk the (incomplete) requests in buf; name the first length over the limits."""
+    pos, size = 0, len(buf)
+    while pos < size:
+        end = buf.find(b"\r\n", pos)
+        if buf[pos:pos + 1] != b"*" or end < 0:
+            return None
+        count = buf[pos + 1:end]
+        if not count.isdigit():
+            return None
+        if int(count) > MAX_MULTIBULK:
+            return "invalid multibulk length"
+        pos = end + 2
+        for _ in range(int(count)):
+            end = buf.find(b"\r\n", pos)
+            if buf[pos:pos + 1] != b"$" or end < 0:
+                return None
+            length = buf[pos + 1:end]
+            if not length.isdigit():
+                return None
+            if int(length) > PROTO_MAX_BULK_LEN:
+                return "invalid bulk length"
+            pos = end + 2 + int(length) + 2
+            if pos > size:
+                return None
+    return None
+
+
+def encoded_length(request: list[bytes]) -> int:
+    """Bytes of the canonical RESP encoding of a request."""
+    return len(b"*%d\r\n" % len(request)) + sum(
+        len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in request)
 
 
 class Blocked:
@@ -69,6 +105,12 @@ class Client(asyncio.Protocol):
         self.id = next(_client_ids)
         self.reader = hiredis.Reader()
         self.inline_buf = b""
+        # Where the parser stands: at a request boundary, or inside a request
+        # made of these chunks, after these already executed requests.
+        self.at_boundary = True
+        self.pending: list[bytes] = []
+        self.pending_len = 0
+        self.pending_requests: list[list[bytes]] = []
         self.out: list[bytes] = []
         self.proto: Protocol = RESP2
         self.transport: asyncio.Transport | None = None
@@ -137,15 +179,18 @@ class Client(asyncio.Protocol):
 
     # ---- input --------------------------------------------------------------------
     def feed(self, data: bytes) -> None:
-        if self.inline_buf or (data[:1] != b"*" and not self.reader.has_data()):
+        if self.inline_buf or (self.at_boundary and data[:1] != b"*"):
             self.inline_buf += data
-        else:
-            if not self.reader.has_data() and not multibulk_header_ok(data):
-                self.protocol_error("invalid multibulk length")
-                return
-            self.reader.feed(data)
-            if self.reader.len() > QUERY_BUFFER_LIMIT:
-                self.protocol_error("query buffer limit reached")
+            return
+        if self.at_boundary and not multibulk_header_ok(data):
+            self.protocol_error("invalid multibulk length")
+            return
+        self.at_boundary = False
+        self.reader.feed(data)
+        self.pending.append(data)
+        self.pending_len += len(data)
+        if self.pending_len > QUERY_BUFFER_LIMIT:
+            self.protocol_error("query buffer limit reached")
 
     def process_input(self) -> None:
         while not self.blocked and not self.closing and self.transport is not None:
@@ -156,25 +201,52 @@ class Client(asyncio.Protocol):
             try:
                 request = self.reader.gets()
             except (hiredis.ProtocolError, MemoryError, ValueError) as exc:
-                self.protocol_error(str(exc).lower() or "invalid multibulk length")
-                return
+                if not self.recover_inline(str(exc)):
+                    self.protocol_error(str(exc).lower() or "invalid multibulk length")
+                    return
+                continue
             if request is False:
+                if self.pending and self.pending_len <= SCAN_PENDING_MAX:
+                    problem = oversized_header(b"".join(self.pending))
+                    if problem:
+                        self.protocol_error(problem)
                 return
             if type(request) is not list or not all(type(a) is bytes for a in request):
                 self.protocol_error("expected a multibulk request of bulk strings")
                 return
-            if len(request) > MAX_MULTIBULK:
-                self.protocol_error("invalid multibulk length")
-                return
+            if not self.reader.has_data():
+                self.at_boundary = True
+                self.pending.clear()
+                self.pending_len = 0
+                self.pending_requests.clear()
+            else:
+                self.pending_requests.append(request)
             if request:
                 self.execute(request)
+
+    def recover_inline(self, error: str) -> bool:
+        """An inline command right after multibulk ones in one read: hiredis cannot
+        parse it, so restart from where the last request ended, as an inline line."""
+        if "reply type byte" not in error or not self.pending:
+            return False
+        done = sum(encoded_length(r) for r in self.pending_requests)
+        rest = b"".join(self.pending)[done:]
+        if not rest or rest[:1] == b"*":
+            return False
+        self.reader = hiredis.Reader()
+        self.at_boundary = True
+        self.pending.clear()
+        self.pending_len = 0
+        self.pending_requests.clear()
+        self.inline_buf = rest
+        return True
 
     def process_inline(self) -> bool:
         """Run one inline command from inline_buf; False when more input is needed."""
         buf = self.inline_buf
         if buf[:1] == b"*":               # back to multibulk requests
             self.inline_buf = b""
-            self.reader.feed(buf)
+            self.feed(buf)
             return True
         nl = buf.find(b"\n")
         if nl < 0:
@@ -258,7 +330,7 @@ class Client(asyncio.Protocol):
             blocked.timer.cancel()
         if blocked.kind == "getjob":
             self.server.queues.unblock_client(self, blocked.queues)
-        if resume and (self.deferred or self.reader.has_data() or self.inline_buf):
+        if resume and (self.deferred or not self.at_boundary or self.inline_buf):
             self.server.loop.call_soon(self.resume)
 
     def resume(self) -> None:
@@ -292,5 +364,5 @@ class Client(asyncio.Protocol):
         flags = "b" if self.blocked else ("O" if self.monitor else "N")
         return (f"id={self.id} addr={self.addr} fd={self.fd} name={self.name.decode(errors='replace')} "
                 f"age={int(now - self.ctime)} idle={int(now - self.last_interaction)} "
-                f"flags={flags} qbuf={self.reader.len() + len(self.inline_buf)} qbuf-free=0 "
+                f"flags={flags} qbuf={self.pending_len + len(self.inline_buf)} qbuf-free=0 "
                 f"obl=0 oll={len(self.out)} omem=0 events=r cmd={self.last_cmd.decode(errors='replace').lower()}")

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from nodes import Node
+from nodes import ClusterOfNodes, Node
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,3 +48,27 @@ def node(start_node) -> Node:
 def client(node: Node):
     with node.client() as c:
         yield c
+
+
+@pytest.fixture
+def start_cluster(start_node) -> Iterator:
+    """Factory: start_cluster(n, config={...}) -> n nodes met (chain) in a full mesh.
+
+    cluster-node-timeout defaults to 1500 ms so failure detection is quick.
+    """
+
+    def factory(n: int = 3, config: dict[str, str] | None = None,
+                mesh: bool = True) -> ClusterOfNodes:
+        cfg = {"cluster-node-timeout": "1500", **(config or {})}
+        cluster = ClusterOfNodes([start_node(config=cfg) for _ in range(n)])
+        if mesh:
+            cluster.meet_chain()
+            cluster.wait_full_mesh()
+        return cluster
+
+    yield factory
+
+
+@pytest.fixture
+def cluster3(start_cluster) -> ClusterOfNodes:
+    return start_cluster(3)

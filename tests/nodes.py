@@ -6,6 +6,7 @@ port, in its own temporary directory, logging to a file the test can read.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import signal
@@ -37,6 +38,13 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}"
                          + (f" (last error: {last_exc!r})" if last_exc else ""))
+
+
+def as_dict(reply: list | None) -> dict:
+    """A flat key/value reply (SHOW, QSTAT) as a dict."""
+    if not reply:
+        return {}
+    return dict(zip(reply[::2], reply[1::2], strict=True))
 
 
 def _port_free(port: int) -> bool:
@@ -145,8 +153,60 @@ class Node:
         with self.client() as c:
             return c.execute_command(*args)
 
+    def info(self, section: str = "default") -> dict:
+        """INFO parsed by redis-py: {'registered_jobs': 0, ...}."""
+        with self.client() as c:
+            return c.info(section)
+
     def log(self) -> str:
         return self.logfile.read_text(errors="replace") if self.logfile.exists() else ""
 
     def __repr__(self) -> str:
         return f"<Node port={self.port} dir={self.dir}>"
+
+
+class ClusterOfNodes:
+    """N nodes joined into one Disque cluster."""
+
+    def __init__(self, nodes: list[Node]):
+        self.nodes = nodes
+
+    def __getitem__(self, i: int) -> Node:
+        return self.nodes[i]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self):
+        return iter(self.nodes)
+
+    def meet_chain(self) -> None:
+        """Node i meets node i+1 only: gossip must do the rest."""
+        for a, b in itertools.pairwise(self.nodes):
+            assert a.call("CLUSTER", "MEET", "127.0.0.1", str(b.port)) == b"OK"
+
+    def wait_full_mesh(self, timeout: float = 20.0, nodes: list[Node] | None = None) -> None:
+        members = nodes or [n for n in self.nodes if n.is_running()]
+        expected = len(members)
+
+        def meshed() -> bool:
+            for n in members:
+                info = n.call("CLUSTER", "INFO").decode()
+                fields = dict(line.split(":", 1) for line in info.split("\r\n") if ":" in line)
+                if fields["cluster_known_nodes"] != str(expected) or \
+                        fields["cluster_reachable_nodes"] != str(expected - 1):
+                    return False
+            return True
+        wait_for(meshed, timeout, message=f"a full mesh of {expected} nodes")
+
+    def node_ids(self) -> list[bytes]:
+        return [n.call("CLUSTER", "MYID") for n in self.nodes]
+
+    def flags_of(self, observer: Node, target: Node) -> set[str]:
+        """The flags `observer` shows for `target` in CLUSTER NODES (matched by address,
+        so `target` itself need not answer)."""
+        for line in observer.call("CLUSTER", "NODES").decode().splitlines():
+            fields = line.split()
+            if fields[1].endswith(f":{target.port}"):
+                return set(fields[2].split(","))
+        return set()

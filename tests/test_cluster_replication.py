@@ -1,0 +1,99 @@
+"""Replication: sync and async ADDJOB, NOREPL, retries towards a node that comes back,
+delivery after N-1 of the N owners died."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import redis
+from nodes import as_dict, wait_for
+
+
+def owners(node, jid: bytes) -> set[bytes]:
+    show = node.call("SHOW", jid)
+    return set(as_dict(show)[b"nodes-delivered"])
+
+
+def test_sync_replication_reaches_every_requested_node(cluster3):
+    a, b, c = cluster3
+    jid = a.call("ADDJOB", "q", "body", "5000", "REPLICATE", "3")
+    ids = set(cluster3.node_ids())
+    for node in cluster3:       # synchronous: every copy exists when ADDJOB returns
+        assert owners(node, jid) == ids
+    assert a.call("QLEN", "q") == 1
+    assert b.call("QLEN", "q") == 0 and c.call("QLEN", "q") == 0
+
+
+def test_default_replicate_is_min_of_three_and_cluster_size(start_cluster):
+    cluster = start_cluster(2)
+    jid = cluster[0].call("ADDJOB", "q", "body", "5000")
+    assert as_dict(cluster[0].call("SHOW", jid))[b"repl"] == 2
+
+
+def test_async_replication_returns_at_once_and_replicates_in_background(cluster3):
+    a, b, c = cluster3
+    jid = a.call("ADDJOB", "q", "body", "0", "REPLICATE", "3", "ASYNC")
+    assert a.call("QLEN", "q") == 1
+    wait_for(lambda: b.call("SHOW", jid) and c.call("SHOW", jid), 5, message="async copies")
+
+
+def test_norepl_when_too_few_nodes(cluster3):
+    with pytest.raises(redis.ResponseError, match="NOREPL Not enough reachable nodes"):
+        cluster3[0].call("ADDJOB", "q", "body", "1000", "REPLICATE", "4")
+
+
+def test_norepl_when_nodes_unreachable(cluster3):
+    a, b, c = cluster3
+    b.kill()
+    c.kill()
+    wait_for(lambda: "cluster_reachable_nodes:0" in a.call("CLUSTER", "INFO").decode(), 15,
+             message="peers seen as unreachable")
+    with pytest.raises(redis.ResponseError, match="NOREPL"):
+        a.call("ADDJOB", "q", "body", "1000", "REPLICATE", "2")
+    assert a.call("QLEN", "q") == 0
+
+
+def test_norepl_on_timeout_cleans_up_partial_copies(cluster3):
+    a, b, c = cluster3
+    c.pause()     # reachable for a while still: REPLJOB is sent but never confirmed
+    try:
+        with pytest.raises(redis.ResponseError, match="NOREPL Timeout reached"):
+            a.call("ADDJOB", "q", "body", "300", "REPLICATE", "3")
+        assert a.call("JSCAN", "0", "BUSYLOOP")[1] == []
+        wait_for(lambda: b.call("JSCAN", "0", "BUSYLOOP")[1] == [], 5, message="cleanup on b")
+    finally:
+        c.resume()
+
+
+def test_repljob_retried_towards_a_node_that_comes_back(cluster3):
+    a, b, c = cluster3
+    c.pause()
+    result: dict = {}
+
+    def add() -> None:
+        with a.client(socket_timeout=30) as cl:
+            result["id"] = cl.execute_command("ADDJOB", "q", "body", "20000", "REPLICATE", "3")
+
+    thread = threading.Thread(target=add)
+    thread.start()
+    try:
+        wait_for(lambda: a.info("clients")["blocked_clients"] == 1, 5,
+                 message="ADDJOB waiting for replication")
+    finally:
+        c.resume()
+    thread.join(30)
+    assert "id" in result
+    assert c.call("SHOW", result["id"]) is not None
+
+
+def test_job_with_replicate_n_survives_n_minus_1_killed_owners(start_cluster):
+    cluster = start_cluster(3)
+    a, b, c = cluster
+    jid = a.call("ADDJOB", "q", "body", "5000", "REPLICATE", "3", "RETRY", "1")
+    a.kill()
+    b.kill()
+    # c re-queues it after RETRY (its WILLQUEUE finds no other owner alive).
+    got = wait_for(lambda: c.call("GETJOB", "NOHANG", "FROM", "q"), 20,
+                   message="job delivered by the surviving owner")
+    assert got[0][1] == jid
