@@ -16,4 +16,4 @@ def now_s() -> int:
 
 def time_error_ms(retry_s: int) -> int:
     """Random jitter added to re-queue times, so owners do not all wake at once."""
-    return random.randint(0, min(500, retry_s * 100))
+    return int(random.random() * min(500, retry_s * 100))

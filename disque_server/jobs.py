@@ -6,18 +6,16 @@ the bucket keys. The cron pops due buckets and runs ``process_job`` on each
 job, which expires it, re-queues it, or retries its garbage collection.
 Buckets are sets, so unregistering a job frees it at once.
 
-JSCAN iterates a sorted index of job IDs with a numeric cursor derived
-from the ID itself (see ``cursor_of``), so cursors survive any change.
+JSCAN walks hash buckets of job IDs in a fixed order; its cursor is the next
+bucket, so a job present during a whole iteration is returned exactly once,
+whatever is added or removed meanwhile (O(1) bookkeeping per job).
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
-
-from sortedcontainers import SortedList
 
 from disque_server.clock import time_error_ms
 from disque_server.job import (
@@ -35,28 +33,19 @@ if TYPE_CHECKING:
 
 BUCKET_MS = 50
 
-# JSCAN cursor: the order of IDs as bytes, mapped to a 62-bit number.
-_HEX = b"0123456789abcdef"
-_B64 = bytes(sorted(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"))
+# JSCAN: every job sits in one of SCAN_BUCKETS buckets chosen by the first
+# random characters of its ID; the cursor is the next bucket to visit.
+SCAN_BUCKETS = 1 << 16
+_B64_VALUES = bytes(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".index(chr(c))
+    if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/" else 0
+    for c in range(256))
 
 
-def _rank(alphabet: bytes, ch: int) -> int:
-    """Monotonic rank of a byte in an alphabet (bytes outside it clamp)."""
-    return max(bisect.bisect_right(alphabet, ch) - 1, 0)
-
-
-def cursor_of(jid: bytes) -> int:
-    """A number that never decreases along the byte order of job IDs.
-
-    32 bits from the node prefix, 30 bits from the first five characters of
-    the random part; equal numbers only mean a few duplicates in a scan.
-    """
-    value = 0
-    for ch in jid[2:10]:
-        value = (value << 4) | _rank(_HEX, ch)
-    for ch in jid[11:16]:
-        value = (value << 6) | _rank(_B64, ch)
-    return value
+def scan_bucket(jid: bytes) -> int:
+    """16 bits from the random part of the ID (characters 11-13)."""
+    v = _B64_VALUES
+    return ((v[jid[11]] << 12) | (v[jid[12]] << 6) | v[jid[13]]) >> 2
 
 
 class Jobs:
@@ -65,7 +54,7 @@ class Jobs:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.by_id: dict[bytes, Job] = {}
-        self.scan_index: SortedList = SortedList()
+        self.scan_buckets: dict[int, list[bytes]] = {}
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
 
@@ -79,7 +68,11 @@ class Jobs:
         if job.id in self.by_id:
             return False
         self.by_id[job.id] = job
-        self.scan_index.add(job.id)
+        bucket = self.scan_buckets.get(scan_bucket(job.id))
+        if bucket is None:
+            self.scan_buckets[scan_bucket(job.id)] = [job.id]
+        else:
+            bucket.append(job.id)
         self.update_awake(job)
         return True
 
@@ -89,7 +82,11 @@ class Jobs:
             return
         if job.state == QUEUED:
             self.server.queues.dequeue_job(job)
-        self.scan_index.discard(job.id)
+        key = scan_bucket(job.id)
+        bucket = self.scan_buckets[key]
+        bucket.remove(job.id)
+        if not bucket:
+            del self.scan_buckets[key]
         self._unschedule(job)
         self.server.on_job_unregistered(job)
 
@@ -186,35 +183,28 @@ class Jobs:
 
     # ---- scanning --------------------------------------------------------------
     def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
-        """Up to ``count`` IDs from ``cursor`` on, and the next cursor (0 = done)."""
-        index = self.scan_index
-        lo, hi = 0, len(index)
-        while lo < hi:                      # first ID whose cursor >= cursor
-            mid = (lo + hi) // 2
-            if cursor_of(index[mid]) < cursor:
-                lo = mid + 1
-            else:
-                hi = mid
-        ids = list(index.islice(lo, lo + count))
-        end = lo + len(ids)
-        if end >= len(index):
+        """At least ``count`` IDs (whole buckets) from ``cursor`` on, and the next cursor."""
+        buckets = self.scan_buckets
+        ids: list[bytes] = []
+        b = cursor
+        if len(buckets) * 4 < SCAN_BUCKETS - b:   # sparse: visit only non-empty buckets
+            for key in sorted(k for k in buckets if k >= b):
+                if len(ids) >= count:
+                    return key, ids
+                ids.extend(buckets[key])
             return 0, ids
-        nxt = cursor_of(index[end])
-        # Never return the same cursor twice in a row (many equal prefixes).
-        if nxt == cursor:
-            more = list(index.islice(end, None))
-            stop = next((i for i, jid in enumerate(more) if cursor_of(jid) != cursor), len(more))
-            ids.extend(more[:stop])
-            if end + stop >= len(index):
-                return 0, ids
-            nxt = cursor_of(index[end + stop])
-        return nxt, ids
+        while b < SCAN_BUCKETS and len(ids) < count:
+            bucket = buckets.get(b)
+            if bucket:
+                ids.extend(bucket)
+            b += 1
+        return (b if b < SCAN_BUCKETS else 0), ids
 
     def all(self) -> Iterable[Job]:
         return list(self.by_id.values())
 
     def flush(self) -> None:
         self.by_id.clear()
-        self.scan_index.clear()
+        self.scan_buckets.clear()
         self.buckets.clear()
         self.bucket_heap.clear()

@@ -86,11 +86,15 @@ class Cluster:
         if not self.myself.id:
             self.myself.id = new_node_id()
         self.nodes[self.myself.id] = self.myself
+        self.membership_changed()
         if not lines:
             self.save_config()
 
     def save_config(self) -> None:
-        """Write nodes.conf atomically (temp file, fsync, rename)."""
+        """Write nodes.conf atomically (temp file, fsync, rename).
+
+        Called after every membership change, so it also refreshes the size."""
+        self.membership_changed()
         text = self.nodes_description(for_config=True)
         text += f"vars leaving {'yes' if self.leaving else 'no'}\n"
         try:
@@ -319,6 +323,7 @@ class Cluster:
 
     def drop(self, node: ClusterNode) -> None:
         self.nodes.pop(node.id, None)
+        self.membership_changed()
         if node.link is not None:
             node.link.close()
             node.link = None
@@ -326,7 +331,14 @@ class Cluster:
     # ---- views ----------------------------------------------------------------------
     @property
     def size(self) -> int:
-        return sum(1 for n in self.nodes.values() if HANDSHAKE not in n.flags)
+        """Known nodes, myself included (handshakes in progress excluded).
+
+        Cached: ADDJOB asks for it several times per job; membership changes
+        call ``membership_changed``."""
+        return self._size
+
+    def membership_changed(self) -> None:
+        self._size = sum(1 for n in self.nodes.values() if HANDSHAKE not in n.flags)
 
     def reachable_nodes(self) -> list[ClusterNode]:
         """Other nodes we can currently talk to."""
