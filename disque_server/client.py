@@ -275,6 +275,8 @@ class Client(asyncio.Protocol):
     # ---- output ------------------------------------------------------------------
     def flush(self) -> None:
         if self.out and self.transport is not None:
+            if self.server.aof.buf:
+                self.server.aof.flush()     # what a reply confirms is on disk first
             data = b"".join(self.out) if len(self.out) > 1 else self.out[0]
             self.out.clear()
             self.server.stats.net_output_bytes += len(data)

@@ -130,11 +130,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def run(config: Config, log: Log) -> int:
+    from disque_server.aof import AOFError
     from disque_server.server import Server
 
     server = Server(config, log)
     try:
         return await server.serve_forever()
+    except AOFError as exc:
+        log.warning("%s", exc)
+        print(str(exc), file=sys.stderr)
+        return 1
     except OSError as exc:
         log.warning("Could not start the node on port %d: %s", config["port"], exc.strerror or exc)
         print(f"Could not start the node on port {config['port']}: {exc.strerror or exc}",

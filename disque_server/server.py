@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from disque_server import resp
 from disque_server.ack import Acks
+from disque_server.aof import AOF
 from disque_server.client import Client
 from disque_server.clock import now_ms
 from disque_server.cluster import Cluster
@@ -89,15 +90,17 @@ class Server:
         self.servers: list[asyncio.AbstractServer] = []
         self.shutdown_event = asyncio.Event()
         self.exit_code = 0
+        self.shutting_down = False
         self._last_second = 0
         self._cron_expected = 0.0
         self.stats_max_stall_ms = 0        # worst event loop stall seen by the cron
         self.latency: dict[str, tuple[int, int, int]] = {}  # event -> (time, last, worst)
-        self.aof = None   # persistence plugs in here
+        self.aof = AOF(self)
         config.listeners.append(self.on_config_change)
 
     # ---- life cycle ------------------------------------------------------------
     async def start(self) -> None:
+        self.load_data()
         hosts = self.bind_addresses()
         for host in hosts:
             try:
@@ -118,6 +121,23 @@ class Server:
                 self.loop.add_signal_handler(sig, self.on_signal, sig)
             except (NotImplementedError, RuntimeError):
                 pass
+
+    def load_data(self) -> None:
+        """Load the AOF (with appendonly, or once for a controlled restart), then open it."""
+        config = self.config
+        enqueue_once = config["aof-enqueue-jobs-once"]
+        if config["appendonly"] or enqueue_once:
+            self.aof.load(enqueue_once)
+        if enqueue_once:
+            config.values["aof-enqueue-jobs-once"] = False
+            if config.file:
+                try:
+                    config.rewrite()
+                except OSError as exc:
+                    self.log.warning("Could not rewrite the config after loading queues: %s", exc)
+            self.log.notice("Queues restored from the AOF; aof-enqueue-jobs-once is off again")
+        if config["appendonly"]:
+            self.aof.open()
 
     def bind_addresses(self) -> list[str | None]:
         bind = self.config["bind"].split()
@@ -146,6 +166,7 @@ class Server:
 
     def request_shutdown(self, exit_code: int = 0) -> None:
         self.exit_code = exit_code
+        self.shutting_down = True   # from now on no command runs: the state is final
         self.shutdown_event.set()
 
     async def stop(self) -> None:
@@ -156,8 +177,8 @@ class Server:
         for client in list(self.clients):
             client.flush()
             client.kill()
-        if self.aof is not None:
-            self.aof.close()
+        self.aof.close()
+        self.aof.kill_rewrite()
         self.cluster.close()
         self.cluster.save_config()
         pidfile = self.config["pidfile"]
@@ -170,6 +191,9 @@ class Server:
 
     # ---- dispatch --------------------------------------------------------------
     def dispatch(self, client: Client, argv: list[bytes]) -> None:
+        if self.shutting_down:
+            client.reply(b"-ERR the node is shutting down\r\n")
+            return
         name = argv[0]
         cmd = self.commands.get(name)
         if cmd is None:
@@ -187,6 +211,9 @@ class Server:
             return
         if not client.authenticated and not cmd.noauth:
             client.reply(b"-NOAUTH Authentication required.\r\n")
+            return
+        if self.aof.last_write_error and cmd.write:
+            client.reply_error(f"MISCONF Errors writing to the AOF file: {self.aof.last_write_error}")
             return
         if cmd.denyoom and self.memory.level >= FULL:
             client.reply(b"-OOM command not allowed when used memory > 'maxmemory'.\r\n")
@@ -239,6 +266,7 @@ class Server:
             now = now_ms()
             self.jobs.process_due(now)
             self.cluster.cron(now)
+            self.aof.cron()
             self.stats.sample()
             if now // 1000 != self._last_second:
                 self._last_second = now // 1000
@@ -278,10 +306,7 @@ class Server:
         self.stats_max_stall_ms = 0
 
     def prepare_shutdown_rewrite_aof(self) -> bool:
-        """SHUTDOWN REWRITE-AOF: persistence plugs in here."""
-        if self.aof is None:
-            self.log.warning("SHUTDOWN REWRITE-AOF needs the AOF (appendonly yes)")
-            return False
+        """SHUTDOWN REWRITE-AOF: a fresh AOF, whether appendonly is on or not."""
         return self.aof.rewrite_for_shutdown()
 
     def on_config_change(self, name: str, value: object) -> None:
@@ -289,17 +314,21 @@ class Server:
             self.log.set_level(str(value))
         elif name == "maxmemory":
             self.memory.refresh()
+        elif name == "appendonly":
+            if value:
+                self.aof.enable()
+            else:
+                self.aof.disable()
         elif name == "slowlog-max-len":
             self.slowlog = deque(self.slowlog, maxlen=int(value))  # type: ignore[call-overload]
 
     # ---- hooks used by the job state machine -------------------------------------------
     def on_job_unregistered(self, job: Job) -> None:
-        if self.aof is not None:
-            self.aof.deljob(job)
+        self.aof.deljob(job)
 
     def on_job_changed(self, job: Job) -> None:
-        if self.aof is not None:
-            self.aof.loadjob(job)
+        """A job was created, imported or acknowledged: the AOF records it."""
+        self.aof.loadjob(job)
 
     def flush_all(self) -> None:
         """DEBUG FLUSHALL, CLUSTER RESET: forget every job and queue."""

@@ -98,18 +98,23 @@ class Node:
         return self
 
     def wait_ready(self, timeout: float = 15.0) -> None:
-        def ready() -> bool:
-            if self.proc and self.proc.poll() is not None:
+        """Wait until the node answers PING; fail at once (with its stderr) if it exits."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
                 err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
                 raise AssertionError(f"node on {self.port} exited {self.proc.returncode}: {err}")
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                s.sendall(b"PING\r\n")
-                return s.recv(16).startswith(b"+PONG") or True
-        try:
-            wait_for(ready, timeout, message=f"node on port {self.port} to accept connections")
-        except AssertionError:
-            self.terminate()
-            raise
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.02)
+        self.terminate()
+        raise AssertionError(f"timed out after {timeout}s waiting for node on port "
+                             f"{self.port} to accept connections")
 
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

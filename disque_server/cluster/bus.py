@@ -89,6 +89,8 @@ class BusLink(asyncio.Protocol):
             self.cluster.handle_message(self, msg)
 
     def send(self, parts: list[bytes]) -> None:
+        if self.cluster.server.aof.buf:
+            self.cluster.server.aof.flush()   # e.g. a replica logs a job before GOTJOB
         if self.transport is not None and not self.closed and not self.transport.is_closing():
             self.transport.write(encode_message(parts))
             self.cluster.messages_sent += 1

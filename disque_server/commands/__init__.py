@@ -39,6 +39,10 @@ class Command:
         return "denyoom" in self.flags
 
     @property
+    def write(self) -> bool:
+        return "write" in self.flags
+
+    @property
     def noauth(self) -> bool:
         return "noauth" in self.flags
 

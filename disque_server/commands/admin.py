@@ -301,8 +301,10 @@ def monitor_command(c: Client, argv: list[bytes]) -> None:
 
 def bgrewriteaof_command(c: Client, argv: list[bytes]) -> None:
     aof = c.server.aof
-    if aof is None:
-        c.reply_error("ERR Background AOF rewrite needs appendonly yes")
-        return
-    aof.start_rewrite()
-    c.reply(b"+Background append only file rewriting started\r\n")
+    if aof.rewrite_pid:
+        aof.rewrite_scheduled = True
+        c.reply(b"+Background append only file rewriting scheduled\r\n")
+    elif aof.start_rewrite():
+        c.reply(b"+Background append only file rewriting started\r\n")
+    else:
+        c.reply_error("ERR Can't execute an AOF background rewriting. Please check the server logs")

@@ -85,19 +85,7 @@ def section_queues(s: Server) -> list[str]:
 
 
 def section_persistence(s: Server) -> list[str]:
-    if s.aof is not None:
-        return s.aof.info_fields()
-    return [
-        "loading:0",
-        f"aof_enabled:{int(bool(s.config['appendonly']))}",
-        "aof_state:off",
-        "aof_rewrite_in_progress:0",
-        "aof_rewrite_scheduled:0",
-        "aof_last_rewrite_time_sec:-1",
-        "aof_current_rewrite_time_sec:-1",
-        "aof_last_bgrewrite_status:ok",
-        "aof_last_write_status:ok",
-    ]
+    return s.aof.info_fields()
 
 
 def section_stats(s: Server) -> list[str]:

@@ -142,7 +142,6 @@ def enqueue_generic(c: Client, argv: list[bytes], nack: bool) -> None:
     for jid in argv[1:]:
         job = server.jobs.lookup(jid)
         if job is not None and job.state == ACTIVE and server.queues.enqueue_job(job, nack):
-            server.on_job_changed(job)
             enqueued += 1
     c.reply(integer(enqueued))
 
@@ -155,7 +154,6 @@ def dequeue_command(c: Client, argv: list[bytes]) -> None:
     for jid in argv[1:]:
         job = server.jobs.lookup(jid)
         if job is not None and server.queues.dequeue_job(job):
-            server.on_job_changed(job)
             dequeued += 1
     c.reply(integer(dequeued))
 

@@ -1,0 +1,424 @@
+"""The append-only file: job creations and deletions logged on disk.
+
+The file is a stream of RESP commands, as Disque's: ``LOADJOB <state>
+<flags> <job fields...>`` when a job is created, imported or acknowledged,
+and ``DELJOB <id>`` when it is removed. Records are buffered during an
+event-loop pass and written before any reply of that pass leaves the node
+(``Client.flush`` and the bus call ``flush``), so with ``appendfsync
+always`` a job whose ADDJOB was answered is on disk; ``everysec`` fsyncs
+in a background thread once a second; ``no`` leaves it to the kernel.
+
+Rewrite (BGREWRITEAOF, automatic growth, CONFIG SET appendonly yes) forks:
+the child writes the current jobs to a temporary file while the parent
+keeps appending and also collects new records in a rewrite buffer; when the
+child is done the buffer is appended and the file atomically replaces the
+AOF. ``SHUTDOWN REWRITE-AOF`` writes the snapshot in-process, with clients
+no longer served, so queued state (RETRY 0 jobs included) can be trusted
+by ``aof-enqueue-jobs-once`` at the next start.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from typing import TYPE_CHECKING
+
+import hiredis
+
+from disque_server.client import encoded_length
+from disque_server.cluster.bus import encode_message
+from disque_server.cluster.serialize import FIELDS, job_from_fields, job_to_fields
+from disque_server.job import (
+    ACKED,
+    ACTIVE,
+    FLAG_BCAST_QUEUED,
+    QUEUED,
+    STATE_BY_NAME,
+    STATE_NAMES,
+    Job,
+)
+
+if TYPE_CHECKING:
+    from disque_server.server import Server
+
+READ_CHUNK = 1024 * 1024
+
+
+class AOFError(Exception):
+    """The AOF cannot be loaded; the message says where and why."""
+
+
+def job_record(job: Job) -> bytes:
+    return encode_message([b"LOADJOB", STATE_NAMES[job.state], b"%d" % job.flags,
+                           *job_to_fields(job)])
+
+
+def deljob_record(job_id: bytes) -> bytes:
+    return encode_message([b"DELJOB", job_id])
+
+
+def write_snapshot(server: Server, path: str) -> int:
+    """Write every job as a LOADJOB record to ``path`` (fsynced); return the size."""
+    chunk: list[bytes] = []
+    size = 0
+    with open(path, "wb") as f:
+        for job in list(server.jobs.by_id.values()):
+            chunk.append(job_record(job))
+            if len(chunk) >= 1000:
+                data = b"".join(chunk)
+                f.write(data)
+                size += len(data)
+                chunk.clear()
+        data = b"".join(chunk)
+        f.write(data)
+        size += len(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return size
+
+
+class AOF:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.state = "off"                    # off | on | wait_rewrite
+        self.fd = -1
+        self.buf: list[bytes] = []
+        self.current_size = 0
+        self.base_size = 0
+        self.fsync_pending = False
+        self.fsync_running = False
+        self.last_fsync = time.monotonic()
+        self.last_write_error = ""
+        self.rewrite_pid = 0
+        self.rewrite_buf: list[bytes] | None = None
+        self.rewrite_started = 0.0
+        self.rewrite_scheduled = False
+        self.last_rewrite_secs = -1
+        self.last_bgrewrite_ok = True
+        self.loading = False
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.server.config["dir"], self.server.config["appendfilename"])
+
+    # ---- start and stop ----------------------------------------------------------
+    def open(self) -> None:
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.current_size = os.fstat(self.fd).st_size
+        if not self.base_size:
+            self.base_size = self.current_size
+        self.state = "on"
+
+    def enable(self) -> None:
+        """CONFIG SET appendonly yes: write the current state, then log changes."""
+        if self.state != "off":
+            return
+        self.state = "wait_rewrite"
+        if not self.start_rewrite():
+            self.state = "off"
+
+    def disable(self) -> None:
+        self.flush()
+        self.close()
+        self.state = "off"
+        self.kill_rewrite()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            self.flush()
+            try:
+                os.fsync(self.fd)
+            except OSError:
+                pass
+            os.close(self.fd)
+            self.fd = -1
+
+    # ---- appending ---------------------------------------------------------------
+    def loadjob(self, job: Job) -> None:
+        if self.state != "off" and not self.loading:
+            self.append(job_record(job))
+
+    def deljob(self, job: Job) -> None:
+        if self.state != "off" and not self.loading:
+            self.append(deljob_record(job.id))
+
+    def append(self, record: bytes) -> None:
+        if self.state == "on":
+            self.buf.append(record)
+        if self.rewrite_buf is not None:
+            self.rewrite_buf.append(record)
+
+    def flush(self) -> None:
+        """Write the buffered records; fsync now with appendfsync always."""
+        if not self.buf or self.fd < 0:
+            return
+        data = b"".join(self.buf)
+        self.buf.clear()
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
+            self.current_size += len(data)
+            policy = self.server.config["appendfsync"]
+            if policy == "always":
+                os.fsync(self.fd)
+            elif policy == "everysec":
+                self.fsync_pending = True
+            self.last_write_error = ""
+        except OSError as exc:
+            self.last_write_error = exc.strerror or str(exc)
+            self.server.log.warning("Error writing to the AOF file: %s", self.last_write_error)
+
+    @property
+    def write_error(self) -> str:
+        return self.last_write_error
+
+    def cron(self) -> None:
+        self.flush()
+        now = time.monotonic()
+        if self.fsync_pending and not self.fsync_running and now - self.last_fsync >= 1:
+            self.fsync_pending = False
+            self.fsync_running = True
+            self.last_fsync = now
+            future = self.server.loop.run_in_executor(None, os.fsync, self.fd)
+            future.add_done_callback(self._fsync_done)
+        if self.rewrite_pid:
+            self.check_rewrite_done()
+        elif self.state == "on" and self.should_auto_rewrite():
+            self.server.log.notice("Starting automatic rewriting of AOF on %d%% growth",
+                                   self.growth_percent())
+            self.start_rewrite()
+
+    def _fsync_done(self, future: object) -> None:
+        self.fsync_running = False
+
+    def growth_percent(self) -> int:
+        base = self.base_size or 1
+        return int((self.current_size - base) * 100 / base)
+
+    def should_auto_rewrite(self) -> bool:
+        config = self.server.config
+        pct = config["auto-aof-rewrite-percentage"]
+        return bool(pct) and self.current_size > config["auto-aof-rewrite-min-size"] \
+            and self.growth_percent() >= pct
+
+    # ---- rewrite ------------------------------------------------------------------
+    def start_rewrite(self) -> bool:
+        if self.rewrite_pid:
+            self.rewrite_scheduled = True
+            return True
+        tmp = os.path.join(self.server.config["dir"], f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        self.flush()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            self.server.log.warning("Can't rewrite append only file in background: fork: %s", exc)
+            self.last_bgrewrite_ok = False
+            return False
+        if pid == 0:   # the child: write the snapshot from its copy of memory, and exit
+            gc.disable()
+            try:
+                write_snapshot(self.server, tmp)
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        self.rewrite_pid = pid
+        self.rewrite_buf = []
+        self.rewrite_started = time.monotonic()
+        self.server.log.notice("Background append only file rewriting started by pid %d", pid)
+        return True
+
+    def check_rewrite_done(self) -> None:
+        try:
+            pid, status = os.waitpid(self.rewrite_pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status = self.rewrite_pid, 1
+        if pid == 0:
+            return
+        tmp = os.path.join(self.server.config["dir"], f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        self.rewrite_pid = 0
+        buffered, self.rewrite_buf = self.rewrite_buf or [], None
+        self.last_rewrite_secs = int(time.monotonic() - self.rewrite_started)
+        if status != 0:
+            self.last_bgrewrite_ok = False
+            self.server.log.warning("Background AOF rewrite terminated with error")
+            if self.state == "wait_rewrite":
+                self.state = "off"
+            return
+        try:
+            with open(tmp, "ab") as f:
+                f.write(b"".join(buffered))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            self.last_bgrewrite_ok = False
+            self.server.log.warning("Error finishing the AOF rewrite: %s", exc)
+            return
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self.buf.clear()          # those records are in the new file already
+        self.base_size = 0
+        if self.state != "off":
+            self.open()
+        self.last_bgrewrite_ok = True
+        self.server.log.notice("Background AOF rewrite finished successfully")
+        if self.rewrite_scheduled:
+            self.rewrite_scheduled = False
+            self.start_rewrite()
+
+    def kill_rewrite(self) -> None:
+        if self.rewrite_pid:
+            try:
+                os.kill(self.rewrite_pid, 9)
+                os.waitpid(self.rewrite_pid, 0)
+            except OSError:
+                pass
+            self.rewrite_pid = 0
+            self.rewrite_buf = None
+
+    def rewrite_for_shutdown(self) -> bool:
+        """SHUTDOWN REWRITE-AOF: a fresh AOF written now, while no client is served."""
+        self.kill_rewrite()
+        tmp = os.path.join(self.server.config["dir"], f"temp-rewriteaof-{os.getpid()}.aof")
+        try:
+            write_snapshot(self.server, tmp)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            self.server.log.warning("Error rewriting the AOF for shutdown: %s", exc)
+            return False
+        self.buf.clear()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self.server.log.notice("AOF rewritten for a controlled restart: %s", self.path)
+        return True
+
+    # ---- loading --------------------------------------------------------------------
+    def load(self, enqueue_once: bool) -> int:
+        """Load the AOF if it exists; return the number of jobs loaded."""
+        path = self.path
+        if not os.path.exists(path):
+            return 0
+        self.loading = True
+        try:
+            return self._load(path, enqueue_once)
+        finally:
+            self.loading = False
+
+    def _load(self, path: str, enqueue_once: bool) -> int:
+        server = self.server
+        reader = hiredis.Reader()
+        offset = 0          # end of the last complete record
+        loaded = 0
+        now_s = int(time.time())
+        with open(path, "rb") as f:
+            while True:
+                chunk = f.read(READ_CHUNK)
+                if not chunk:
+                    break
+                reader.feed(chunk)
+                while True:
+                    try:
+                        record = reader.gets()
+                    except hiredis.ProtocolError as exc:
+                        raise AOFError(f"Bad file format reading the append only file {path} "
+                                       f"at offset {offset}: {exc}. Use "
+                                       f"'disque-check-aof --fix {path}' to repair it.") from None
+                    if record is False:
+                        break
+                    if type(record) is not list or not record or \
+                            not all(type(a) is bytes for a in record):
+                        raise AOFError(f"Bad file format reading the append only file {path} "
+                                       f"at offset {offset}: not a command")
+                    if not self.apply(record, enqueue_once, now_s):
+                        raise AOFError(f"Bad file format reading the append only file {path} "
+                                       f"at offset {offset}: unknown or malformed "
+                                       f"{record[0][:20].decode(errors='replace')} record")
+                    loaded += record[0] == b"LOADJOB"
+                    offset += encoded_length(record)
+        size = os.path.getsize(path)
+        if offset < size:
+            self.truncated(path, offset, size)
+        server.log.notice("DB loaded from append only file: %d job records, %d jobs in memory",
+                          loaded, len(server.jobs))
+        return loaded
+
+    def truncated(self, path: str, offset: int, size: int) -> None:
+        if not self.server.config["aof-load-truncated"]:
+            raise AOFError(f"Unexpected end of file reading the append only file {path} at "
+                           f"offset {offset} ({size - offset} bytes of an incomplete record). "
+                           f"Use 'disque-check-aof --fix {path}' or set aof-load-truncated yes.")
+        self.server.log.warning("!!! Warning: short read while loading the AOF file %s!!! "
+                                "The last %d bytes (from offset %d) are an incomplete record: "
+                                "AOF loaded anyway because aof-load-truncated is enabled; the "
+                                "file was truncated to offset %d.", path, size - offset,
+                                offset, offset)
+        os.truncate(path, offset)
+
+    def apply(self, record: list[bytes], enqueue_once: bool, now_s: int) -> bool:
+        server = self.server
+        name = record[0].upper()
+        if name == b"DELJOB" and len(record) == 2:
+            job = server.jobs.lookup(record[1])
+            if job is not None:
+                server.jobs.unregister(job)
+            return True
+        if name != b"LOADJOB" or len(record) != 3 + FIELDS:
+            return False
+        state = STATE_BY_NAME.get(record[1])
+        if state is None or not record[2].isdigit():
+            return False
+        job = job_from_fields(record[3:], ACTIVE)
+        if job is None:
+            return False
+        old = server.jobs.lookup(job.id)
+        if old is not None:
+            server.jobs.unregister(old)
+        if job.etime <= now_s:
+            return True      # expired while the node was down
+        job.flags = int(record[2])
+        q = server.queues.lookup(job.queue)
+        if q is not None:
+            job.queue = q.name
+        if state == ACKED:
+            job.state = ACKED
+            server.jobs.register(job)
+        elif state == QUEUED and enqueue_once:
+            job.state = ACTIVE
+            server.jobs.register(job)
+            job.flags &= ~FLAG_BCAST_QUEUED   # its first queueing here is not a re-queue
+            server.queues.enqueue_job(job)
+        else:
+            job.state = ACTIVE       # the retry timer re-queues it (never RETRY 0 jobs)
+            server.jobs.register(job)
+        return True
+
+    # ---- INFO --------------------------------------------------------------------------
+    def info_fields(self) -> list[str]:
+        enabled = self.state != "off"
+        fields = [
+            f"loading:{int(self.loading)}",
+            f"aof_enabled:{int(enabled)}",
+            f"aof_state:{self.state}",
+            f"aof_rewrite_in_progress:{int(bool(self.rewrite_pid))}",
+            f"aof_rewrite_scheduled:{int(self.rewrite_scheduled)}",
+            f"aof_last_rewrite_time_sec:{self.last_rewrite_secs}",
+            "aof_current_rewrite_time_sec:"
+            + (str(int(time.monotonic() - self.rewrite_started)) if self.rewrite_pid else "-1"),
+            f"aof_last_bgrewrite_status:{'ok' if self.last_bgrewrite_ok else 'err'}",
+            f"aof_last_write_status:{'err' if self.last_write_error else 'ok'}",
+        ]
+        if enabled:
+            fields += [
+                f"aof_current_size:{self.current_size}",
+                f"aof_base_size:{self.base_size}",
+                f"aof_pending_rewrite:{int(self.rewrite_scheduled)}",
+                f"aof_buffer_length:{sum(map(len, self.buf))}",
+                f"aof_rewrite_buffer_length:{sum(map(len, self.rewrite_buf or []))}",
+                f"aof_pending_bio_fsync:{int(self.fsync_running)}",
+            ]
+        return fields

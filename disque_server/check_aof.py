@@ -1,0 +1,80 @@
+"""``disque-check-aof [--fix] <file.aof>``: find, and optionally cut, a bad AOF tail.
+
+Reads the file record by record (RESP commands, LOADJOB/DELJOB) and reports
+the offset of the first byte that is not part of a complete, well formed
+record. With --fix the file is truncated there, after asking for
+confirmation when standard input is a terminal (as redis-check-aof does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import hiredis
+
+from disque_server.client import encoded_length
+
+KNOWN = {b"LOADJOB": 15, b"DELJOB": 2}
+
+
+def check(path: str) -> tuple[int, int, str]:
+    """(offset of the first bad byte, records read, reason); offset == size when all is good."""
+    reader = hiredis.Reader()
+    offset = records = 0
+    with open(path, "rb") as f:
+        data = f.read()
+    reader.feed(data)
+    while True:
+        try:
+            record = reader.gets()
+        except hiredis.ProtocolError as exc:
+            return offset, records, f"bad format: {exc}"
+        if record is False:
+            break
+        if (type(record) is not list or not record or not all(type(a) is bytes for a in record)
+                or KNOWN.get(record[0].upper()) != len(record)):
+            return offset, records, "not a LOADJOB/DELJOB record"
+        offset += encoded_length(record)
+        records += 1
+    if offset < len(data):
+        return offset, records, "truncated record at the end of the file"
+    return offset, records, ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="disque-check-aof",
+                                     description="Check (and fix) a Disque append only file.")
+    parser.add_argument("--fix", action="store_true", help="truncate the file after the "
+                        "last good record")
+    parser.add_argument("file")
+    args = parser.parse_args(argv)
+    try:
+        size = os.path.getsize(args.file)
+        offset, records, reason = check(args.file)
+    except OSError as exc:
+        print(f"Cannot open file {args.file}: {exc.strerror}", file=sys.stderr)
+        return 1
+    if not reason:
+        print(f"AOF is valid: {records} records, {size} bytes")
+        return 0
+    print(f"AOF analyzed: size={size}, ok_up_to={offset}, diff={size - offset}, "
+          f"records ok={records}")
+    print(f"0x{offset:08x}: Expected a complete record: {reason}")
+    if not args.fix:
+        print("AOF is not valid. Use the --fix option to try fixing it.")
+        return 1
+    if sys.stdin.isatty():
+        answer = input(f"This will shrink the AOF from {size} bytes, with {size - offset} "
+                       "bytes, to " f"{offset} bytes\nContinue? [y/N]: ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Aborting...")
+            return 1
+    os.truncate(args.file, offset)
+    print("Successfully truncated AOF")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
