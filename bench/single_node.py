@@ -200,7 +200,8 @@ def start_disque(tmp: Path, name: str, extra: Sequence[str] = ()) -> Server:
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     argv = [sys.executable, "-m", "disque_server", "--port", str(port), "--dir", str(node_dir),
-            "--logfile", str(log), "--appendonly", "no", *extra]
+            "--logfile", str(log), *(["--appendonly", "no"] if "--appendonly" not in extra
+                                     else []), *extra]
     server = Server(f"disque node ({name})", argv, port, log, env)
     server.start()
     return server
@@ -580,6 +581,28 @@ def bench_throughput(tmp: Path, counts: Counts, results: list[Result]) -> None:
         redis.stop()
 
 
+def bench_aof(tmp: Path, counts: Counts, results: list[Result]) -> None:
+    """ADDJOB with the append-only file on, beside the in-memory figure."""
+    in_memory = next((r.rate for r in results if r.scenario == "ADDJOB"), None)
+    for policy in ("everysec", "always"):
+        node = start_disque(tmp, f"aof-{policy}", ["--appendonly", "yes",
+                                                   "--appendfsync", policy])
+        try:
+            say(f"ADDJOB q body 0 with appendfsync {policy} ...")
+            for pipeline, n in ((1, counts.disque), (PIPELINE, counts.disque_pipelined)):
+                flush(node)
+                rate = redis_benchmark(node.port, n, pipeline, ["ADDJOB", "q", "body", "0"])
+                suffix = f" -P {pipeline}" if pipeline > 1 else ""
+                result = Result(f"ADDJOB{suffix}, appendfsync {policy}", rate, "req/s",
+                                in_memory if pipeline == 1 else None)
+                if pipeline == 1:
+                    result.notes.append("ratio: to in-memory unpipelined ADDJOB")
+                results.append(result)
+                report(result)
+        finally:
+            node.stop()
+
+
 def bench_memory(tmp: Path, counts: Counts, results: list[Result]) -> None:
     node = start_disque(tmp, "memory", ["--maxmemory", "0"])
     try:
@@ -673,6 +696,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="small counts: a smoke run of ~20-30 seconds")
     parser.add_argument("--markdown", action="store_true",
                         help="also print a Markdown table of the results")
+    parser.add_argument("--no-aof", action="store_true",
+                        help="skip the ADDJOB runs with the append-only file on")
     args = parser.parse_args(argv)
 
     missing = missing_prerequisites()
@@ -690,6 +715,8 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="disque-bench-") as d:
             tmp = Path(d)
             bench_throughput(tmp, counts, results)
+            if not args.no_aof:
+                bench_aof(tmp, counts, results)
             bench_memory(tmp, counts, results)
     except KeyboardInterrupt:
         print("interrupted: servers stopped", file=sys.stderr)

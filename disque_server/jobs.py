@@ -17,7 +17,7 @@ import heapq
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from disque_server.clock import time_error_ms
+from disque_server.clock import now_ms, time_error_ms
 from disque_server.job import (
     ACKED,
     ACTIVE,
@@ -64,7 +64,8 @@ class Jobs:
     def lookup(self, jid: bytes) -> Job | None:
         return self.by_id.get(jid)
 
-    def register(self, job: Job) -> bool:
+    def register(self, job: Job, schedule: bool = True) -> bool:
+        """Add a job; ``schedule=False`` when the caller sets its timer right after."""
         if job.id in self.by_id:
             return False
         self.by_id[job.id] = job
@@ -73,7 +74,8 @@ class Jobs:
             self.scan_buckets[scan_bucket(job.id)] = [job.id]
         else:
             bucket.append(job.id)
-        self.update_awake(job)
+        if schedule:
+            self.update_awake(job)
         return True
 
     def unregister(self, job: Job) -> None:
@@ -100,9 +102,11 @@ class Jobs:
             gc = self.server.acks.next_gc_time(job)
             if gc < at:
                 at = gc
-        elif job.state == ACTIVE and job.qtime and job.flags & FLAG_BCAST_WILLQUEUE:
+        elif job.qtime and job.flags & FLAG_BCAST_WILLQUEUE:
+            # WILLQUEUE goes out 500 ms before the re-queue; once that moment
+            # has passed (a queued job does not send it), wake at the re-queue.
             will = job.qtime - WILLQUEUE_ADVANCE_MS
-            if will < at:
+            if will < at and will > now_ms():
                 at = will
         self.schedule(job, at)
 

@@ -9,6 +9,7 @@ message, never a traceback.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 
@@ -121,12 +122,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Can't open the log file: {exc}", file=sys.stderr)
         return 1
     loop_name = install_event_loop()
+    tune_gc()
     log.notice("Disque (Python %s, %s) starting, pid %d, port %d", sys.version.split()[0],
                loop_name, os.getpid(), config["port"])
     if not config.file:
         log.warning("No config file specified, using the default config. In order to "
                     "specify a config file use 'disque-server /path/to/disque.conf'")
     return asyncio.run(run(config, log))
+
+
+def tune_gc() -> None:
+    """Jobs hold no reference cycles; young collections over millions of them
+    are pure overhead, so collect the young generation less often."""
+    gc.set_threshold(50_000, 20, 20)
 
 
 async def run(config: Config, log: Log) -> int:

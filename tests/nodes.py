@@ -107,7 +107,7 @@ class Node:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
                     s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
+                    if s.recv(16)[:1] in (b"+", b"-"):   # PONG, or NOAUTH with a password
                         return
             except OSError:
                 pass

@@ -135,7 +135,7 @@ def create_job(c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrep
 
 def start_job(c: Client, job: Job) -> None:
     """The job is replicated as asked: register it and queue it (unless delayed)."""
-    c.server.jobs.register(job)
+    c.server.jobs.register(job, schedule=False)   # activate_job sets its timer
     activate_job(c.server, job)
 
 

@@ -1,0 +1,246 @@
+"""Administration modes: --stat, --latency, --latency-history and --cluster.
+
+--stat              one line of node statistics every interval (INFO based),
+                    header repeated every 20 lines, reconnecting if needed.
+--latency           PING every 10 ms; on a terminal a live `min, max, avg`
+                    line, otherwise one line after 1 s (or -i) in the output
+                    format (raw, csv, json).
+--latency-history   the live line, closed every 15 s (or -i) with its range.
+--cluster <verb>    cluster manager verbs (create, check, info, call, leave),
+                    each a function `cluster_<verb>(args) -> exit status`
+                    registered in CLUSTER_VERBS. They talk to several nodes
+                    (HELLO to discover them, CLUSTER MEET to join them,
+                    CLUSTER LEAVING to drain one) and come with the cluster
+                    bus: for now each says it is not implemented.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
+
+from disque_cli.connection import Disconnected, Session
+from disque_cli.render import Mode, parse_info
+from disque_cli.replies import ErrorReply
+
+if TYPE_CHECKING:
+    from disque_cli.main import Config
+
+LATENCY_SAMPLE_RATE = 0.010     # seconds between PINGs
+LATENCY_HISTORY_DEFAULT = 15.0  # seconds per --latency-history line
+STAT_HEADER_EVERY = 20
+
+
+# ---- --stat -----------------------------------------------------------------------
+
+STAT_COLUMNS = (("jobs", 11), ("queues", 11), ("mem", 9), ("clients", 8), ("blocked", 8),
+                ("requests", 20), ("connections", 12))
+
+
+def bytes_to_human(n: int) -> str:
+    """1.16M, 761.62K, 100B: the memory column of redis-cli --stat."""
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    if n < 1024:
+        return f"{sign}{n}B"
+    for unit, scale in (("K", 1024), ("M", 1024 ** 2), ("G", 1024 ** 3), ("T", 1024 ** 4)):
+        if n < scale * 1024 or unit == "T":
+            return f"{sign}{n / scale:.2f}{unit}"
+    return f"{sign}{n}B"  # unreachable
+
+
+def stat_header() -> str:
+    data_width = sum(width for _name, width in STAT_COLUMNS[:3])
+    load_width = sum(width for _name, width in STAT_COLUMNS[3:])
+    names = "".join(name.ljust(width) for name, width in STAT_COLUMNS)
+    return (" data ".center(data_width - 1, "-") + " " + " load ".center(load_width - 1, "-")
+            + " - child -\n" + names.rstrip() + "\n")
+
+
+def stat_line(fields: dict[str, str], previous_requests: int | None) -> tuple[str, int]:
+    def number(name: str) -> int:
+        try:
+            return int(fields.get(name, "0"))
+        except ValueError:
+            return 0
+
+    requests = number("total_commands_processed")
+    delta = 0 if previous_requests is None else requests - previous_requests
+    values = (str(number("registered_jobs")), str(number("registered_queues")),
+              bytes_to_human(number("used_memory")), str(number("connected_clients")),
+              str(number("blocked_clients")), f"{requests} (+{delta})",
+              str(number("total_connections_received")))
+    line = "".join(value.ljust(width)
+                   for value, (_name, width) in zip(values, STAT_COLUMNS, strict=True))
+    if number("aof_rewrite_in_progress"):
+        line += "AOF"
+    return line.rstrip() + "\n", requests
+
+
+def _flat_info(session: Session, out: TextIO) -> dict[str, str]:
+    """INFO as one flat dict, reconnecting once a second while the node is away."""
+    tries = 0
+    while True:
+        try:
+            reply = session.call("INFO")
+        except Disconnected:
+            tries += 1
+            out.write(f"Reconnecting ({tries})...\r")
+            out.flush()
+            time.sleep(1)
+            continue
+        if tries:
+            out.write("\n")
+        if isinstance(reply, ErrorReply):
+            raise Disconnected(f"ERROR: {reply.text}")
+        text = reply.decode(errors="replace") if isinstance(reply, bytes) else ""
+        flat: dict[str, str] = {}
+        for value in parse_info(text).values():
+            if isinstance(value, dict):
+                flat.update(value)
+        return flat
+
+
+def stat_mode(session: Session, interval: float, out: TextIO,
+              count: int | None = None) -> int:
+    previous: int | None = None
+    lines = 0
+    while count is None or lines < count:
+        try:
+            fields = _flat_info(session, out)
+        except Disconnected as exc:
+            print(exc, file=out)
+            return 1
+        if lines % STAT_HEADER_EVERY == 0:
+            out.write(stat_header())
+        line, previous = stat_line(fields, previous)
+        out.write(line)
+        out.flush()
+        lines += 1
+        if count is None or lines < count:
+            time.sleep(interval)
+    return 0
+
+
+# ---- --latency / --latency-history ------------------------------------------------------
+
+class LatencyStats:
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.min = self.max = self.total = self.count = 0
+
+    def add(self, ms: int) -> None:
+        if self.count == 0:
+            self.min = self.max = ms
+        self.min = min(self.min, ms)
+        self.max = max(self.max, ms)
+        self.total += ms
+        self.count += 1
+
+    @property
+    def avg(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    def format(self, mode: Mode) -> str:
+        if mode is Mode.CSV:
+            return f"{self.min},{self.max},{self.avg:.2f},{self.count}\n"
+        if mode is Mode.RAW:
+            return f"{self.min} {self.max} {self.avg:.2f} {self.count}\n"
+        if mode is Mode.JSON:
+            return (f'{{"min": {self.min}, "max": {self.max}, "avg": {self.avg:.2f}, '
+                    f'"count": {self.count}}}\n')
+        return (f"min: {self.min}, max: {self.max}, avg: {self.avg:.2f} "
+                f"({self.count} samples)")
+
+
+def latency_mode(session: Session, mode: Mode, interval: float | None, history: bool,
+                 out: TextIO, duration: float | None = None) -> int:
+    """Sample PING latency. `duration` bounds a live run (tests); None = until Ctrl-C."""
+    stats = LatencyStats()
+    live = mode is Mode.STANDARD
+    window = interval or (LATENCY_HISTORY_DEFAULT if history else 1.0)
+    started = window_start = time.monotonic()
+    while True:
+        sent = time.monotonic()
+        try:
+            reply = session.call("PING")
+        except Disconnected as exc:
+            print(f"\n{exc}", file=sys.stderr)
+            return 1
+        if isinstance(reply, ErrorReply):
+            print(f"\nERROR: {reply.text}", file=sys.stderr)
+            return 1
+        now = time.monotonic()
+        stats.add(int((now - sent) * 1000))
+        if not live:
+            if now - window_start >= window:
+                out.write(stats.format(mode))
+                out.flush()
+                return 0
+            time.sleep(LATENCY_SAMPLE_RATE)
+            continue
+        out.write("\x1b[0G\x1b[2K" + stats.format(mode))
+        if history and now - window_start >= window:
+            out.write(f" -- {now - window_start:.2f} seconds range\n")
+            stats.reset()
+            window_start = now
+        out.flush()
+        if duration is not None and now - started >= duration:
+            out.write("\n")
+            return 0
+        time.sleep(LATENCY_SAMPLE_RATE)
+
+
+def run_monitor_mode(session: Session, config: Config) -> int:
+    try:
+        session.connect()
+    except Disconnected as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if config.stat:
+        return stat_mode(session, config.interval or 1.0, sys.stdout)
+    return latency_mode(session, config.mode, config.interval,
+                        bool(config.latency_history), sys.stdout)
+
+
+# ---- --cluster -----------------------------------------------------------------------
+
+def _planned(verb: str) -> Callable[[list[bytes]], int]:
+    def not_yet(args: list[bytes]) -> int:
+        print(f"--cluster {verb}: not implemented yet in this version of disque.",
+              file=sys.stderr)
+        return 1
+    return not_yet
+
+
+CLUSTER_VERBS: dict[str, tuple[str, Callable[[list[bytes]], int]]] = {
+    "create": ("host1:port1 ... hostN:portN", _planned("create")),
+    "check": ("host:port", _planned("check")),
+    "info": ("host:port", _planned("info")),
+    "call": ("host:port command arg arg .. arg", _planned("call")),
+    "leave": ("host:port", _planned("leave")),
+}
+
+
+def cluster_help() -> str:
+    lines = ["Cluster Manager Commands:"]
+    for verb, (usage, _fn) in CLUSTER_VERBS.items():
+        lines.append(f"  {verb:<14}{usage}")
+    lines.append("  help")
+    return "\n".join(lines) + "\n"
+
+
+def cluster_command(verb: str, args: list[bytes]) -> int:
+    if verb.lower() == "help":
+        sys.stdout.write(cluster_help())
+        return 0
+    entry = CLUSTER_VERBS.get(verb.lower())
+    if entry is None:
+        print(f"Unknown --cluster subcommand '{verb}'", file=sys.stderr)
+        sys.stderr.write(cluster_help())
+        return 1
+    return entry[1](args)

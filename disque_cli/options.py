@@ -1,0 +1,104 @@
+"""The command line options of `disque`, as data.
+
+One table feeds the option parser (main.py), `disque --help`, the
+completion scripts and the man page. Spellings and meanings follow
+redis-cli: `-h` is the host, `--help` the help.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CliOption:
+    flags: tuple[str, ...]
+    dest: str
+    help: str
+    metavar: str | None = None       # the option takes a value
+    kind: type = str                 # type of the value
+    flag_value: str | None = None    # switches sharing one dest (output modes)
+    default: object = None
+    section: str = "connection"      # grouping in --help and the man page
+    complete: str | None = None      # value completion: "host", "file", "none"
+    planned: bool = False            # parsed and documented, not implemented yet
+
+    @property
+    def takes_value(self) -> bool:
+        return self.metavar is not None
+
+    @property
+    def label(self) -> str:
+        names = ", ".join(self.flags)
+        return f"{names} <{self.metavar}>" if self.metavar else names
+
+
+OPTIONS: tuple[CliOption, ...] = (
+    # ---- connection ----
+    CliOption(("-h",), "host", "Server hostname (default: 127.0.0.1).", "hostname",
+              complete="host"),
+    CliOption(("-p",), "port", "Server port (default: 7711).", "port", kind=int),
+    CliOption(("-a",), "password",
+              "Password to use when connecting to the server. You can also use the "
+              "DISQUECLI_AUTH environment variable to pass this password more safely "
+              "(if both are used, this argument takes precedence).", "password"),
+    CliOption(("-u",), "uri", "Server URI: disque://[:password@]host[:port].", "uri"),
+    CliOption(("--no-auth-warning",), "no_auth_warning",
+              "Don't show the warning about passwords on the command line."),
+    # ---- commands ----
+    CliOption(("-r",), "repeat", "Execute the specified command N times (-1: forever).",
+              "repeat", kind=int, section="commands"),
+    CliOption(("-i",), "interval",
+              "When -r is used, waits <interval> seconds per command. It is possible to "
+              "specify sub-second times like -i 0.1. Also the interval of --stat and "
+              "--latency-history.", "interval", kind=float, section="commands"),
+    CliOption(("-x",), "stdin_arg", "Read the last argument from STDIN.",
+              section="commands"),
+    CliOption(("-e",), "exit_on_error",
+              "Return exit error code when command execution fails.", section="commands"),
+    # ---- output ----
+    CliOption(("--raw",), "output", "Use raw formatting for replies (default when STDOUT "
+              "is not a tty).", flag_value="raw", section="output"),
+    CliOption(("--no-raw",), "output", "Force formatted output even when STDOUT is not a "
+              "tty.", flag_value="standard", section="output"),
+    CliOption(("--csv",), "output", "Output in CSV format.", flag_value="csv",
+              section="output"),
+    CliOption(("--json",), "output", "Output in JSON format; SHOW, QSTAT, HELLO, INFO and "
+              "the jobs of JSCAN REPLY ALL as objects.", flag_value="json", section="output"),
+    CliOption(("-d",), "mb_delim", "Delimiter between response bulks for raw formatting "
+              "(default: \\n).", "delimiter", section="output", complete="none"),
+    CliOption(("-D",), "cmd_delim", "Delimiter between responses for raw formatting "
+              "(default: \\n).", "delimiter", section="output", complete="none"),
+    # ---- modes ----
+    CliOption(("--pipe",), "pipe", "Transfer raw Disque protocol from stdin to server.",
+              section="modes"),
+    CliOption(("--pipe-timeout",), "pipe_timeout", "In --pipe mode, abort with error if "
+              "after sending all data no reply is received within <n> seconds. Default "
+              "timeout: 30. Use 0 to wait forever.", "n", kind=int, default=30,
+              section="modes"),
+    CliOption(("--stat",), "stat", "Print rolling stats about the node: jobs, queues, "
+              "memory, clients, ...", section="modes"),
+    CliOption(("--latency",), "latency", "Enter a special mode continuously sampling "
+              "latency. When STDOUT is not a tty, or with --raw/--csv/--json, it samples "
+              "for 1 second (or -i) and prints a single line.", section="modes"),
+    CliOption(("--latency-history",), "latency_history", "Like --latency but tracking "
+              "latency changes over time. Default time interval is 15 sec. Change it using "
+              "-i.", section="modes"),
+    CliOption(("--cluster",), "cluster", "Cluster manager command: create, check, info, "
+              "call, leave (not implemented yet).", "command", section="modes",
+              planned=True),
+    # ---- misc ----
+    CliOption(("--help",), "help", "Output this help and exit.", section="misc"),
+    CliOption(("-v", "--version"), "version", "Output version and exit.", section="misc"),
+)
+
+SECTIONS = ("connection", "commands", "output", "modes", "misc")
+
+EXAMPLES = (
+    "printf %s \"$JOB_ID\" | disque -x ackjob",
+    "disque addjob myqueue body 0 REPLICATE 1",
+    "disque --json getjob nohang from myqueue | jq -r '.[0][2]'",
+    "disque -r 100 addjob myqueue x 0",
+    "disque -r 100 -i 1 info | grep registered_jobs:",
+    "disque --json show D-dcb833cf-8YL1NT17e9+wsA/09NqxscQI-05a1 | jq .state",
+)

@@ -1,0 +1,249 @@
+"""Renderers: one typed reply in, the bytes redis-cli would print out.
+
+One renderer per output mode, each with the same signature
+`(reply, options) -> bytes` and one branch per reply type:
+
+  standard  what a terminal shows: `(integer) 1`, `(nil)`, `"quoted"`,
+            `(error) ERR ...`, numbered nested arrays aligned on the widest
+            index, `(empty array)`;
+  raw       what a pipe gets (redis-cli --raw): strings as they are, one
+            array element per line, nil as an empty line;
+  csv       redis-cli --csv;
+  json      natural JSON, with Disque's key/value arrays (SHOW, QSTAT,
+            JSCAN REPLY ALL jobs, CONFIG GET) as objects, HELLO as an object
+            and INFO / CLUSTER INFO parsed into objects, so `jq` works.
+
+`render` adds the per-reply delimiter like redis-cli does; "verbatim"
+commands (INFO, CLUSTER NODES, ...) print their text as is in every mode but
+JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from disque_cli.replies import ErrorReply, Reply, Status
+
+
+class Mode(StrEnum):
+    STANDARD = "standard"
+    RAW = "raw"
+    CSV = "csv"
+    JSON = "json"
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    mode: Mode = Mode.STANDARD
+    mb_delim: bytes = b"\n"   # -d: between array elements in raw mode
+    cmd_delim: bytes = b"\n"  # -D: after each reply in raw/csv/json mode
+
+
+# ---- quoting (sdscatrepr) --------------------------------------------------
+
+def _build_repr_table() -> list[bytes]:
+    table = []
+    for c in range(256):
+        ch = bytes([c])
+        if ch in (b"\\", b'"'):
+            table.append(b"\\" + ch)
+        elif ch == b"\n":
+            table.append(b"\\n")
+        elif ch == b"\r":
+            table.append(b"\\r")
+        elif ch == b"\t":
+            table.append(b"\\t")
+        elif ch == b"\a":
+            table.append(b"\\a")
+        elif ch == b"\b":
+            table.append(b"\\b")
+        elif 0x20 <= c <= 0x7E:
+            table.append(ch)
+        else:
+            table.append(b"\\x%02x" % c)
+    return table
+
+
+_REPR = _build_repr_table()
+
+
+def quote(data: bytes) -> bytes:
+    """Quote like redis-cli: printable ASCII as is, escapes for the rest."""
+    return b'"' + b"".join([_REPR[c] for c in data]) + b'"'
+
+
+def _cstr(data: bytes) -> bytes:
+    """redis-cli prints status and error texts as C strings: they stop at NUL."""
+    return data.split(b"\0", 1)[0]
+
+
+# ---- standard (terminal) -----------------------------------------------------
+
+def format_standard(reply: Reply, prefix: bytes = b"") -> bytes:
+    if isinstance(reply, ErrorReply):
+        return b"(error) " + _cstr(reply) + b"\n"
+    if isinstance(reply, Status):
+        return _cstr(reply) + b"\n"
+    if isinstance(reply, bytes):
+        return quote(reply) + b"\n"
+    if reply is None:
+        return b"(nil)\n"
+    if isinstance(reply, bool):  # not a RESP2 type; guard before int
+        return b"(integer) %d\n" % int(reply)
+    if isinstance(reply, int):
+        return b"(integer) %d\n" % reply
+    if isinstance(reply, list):
+        if not reply:
+            return b"(empty array)\n"
+        width = len(str(len(reply)))
+        # Nested arrays are indented past this level's "NN) " column.
+        nested_prefix = prefix + b" " * (width + 2)
+        out = []
+        for i, element in enumerate(reply, 1):
+            out.append((prefix if i > 1 else b"") + b"%*d) " % (width, i))
+            out.append(format_standard(element, nested_prefix))
+        return b"".join(out)
+    raise TypeError(f"unknown reply type {type(reply).__name__}")
+
+
+# ---- raw -----------------------------------------------------------------------
+
+def format_raw(reply: Reply, mb_delim: bytes = b"\n") -> bytes:
+    if isinstance(reply, ErrorReply):
+        return bytes(reply) + b"\n"
+    if isinstance(reply, bytes):  # status or bulk
+        return bytes(reply)
+    if reply is None:
+        return b""
+    if isinstance(reply, int):
+        return b"%d" % reply
+    if isinstance(reply, list):
+        return mb_delim.join(format_raw(element, mb_delim) for element in reply)
+    raise TypeError(f"unknown reply type {type(reply).__name__}")
+
+
+# ---- csv -----------------------------------------------------------------------
+
+def format_csv(reply: Reply) -> bytes:
+    if isinstance(reply, ErrorReply):
+        return b"ERROR," + quote(_cstr(reply))
+    if isinstance(reply, bytes):
+        return quote(reply)
+    if reply is None:
+        return b"NULL"
+    if isinstance(reply, int):
+        return b"%d" % reply
+    if isinstance(reply, list):
+        return b",".join(format_csv(element) for element in reply)
+    raise TypeError(f"unknown reply type {type(reply).__name__}")
+
+
+# ---- json ----------------------------------------------------------------------
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="backslashreplace")
+
+
+def to_json(reply: Reply) -> Any:
+    """The natural JSON value of a reply."""
+    if isinstance(reply, ErrorReply):
+        return {"error": _text(reply)}
+    if isinstance(reply, bytes):
+        return _text(reply)
+    if isinstance(reply, list):
+        return [to_json(element) for element in reply]
+    return reply  # int or None
+
+
+def _pairs_to_object(reply: Reply) -> Any:
+    """A flat key/value array as an object; anything else stays natural."""
+    if not isinstance(reply, list) or len(reply) % 2 or not all(
+            isinstance(key, bytes) and not isinstance(key, ErrorReply) for key in reply[::2]):
+        return to_json(reply)
+    return {_text(key): to_json(value) for key, value in zip(reply[::2], reply[1::2], strict=True)}
+
+
+def _int_or_text(value: Reply) -> Any:
+    natural = to_json(value)
+    if isinstance(natural, str) and natural.lstrip("-").isdigit():
+        return int(natural)
+    return natural
+
+
+def _hello_object(reply: Reply) -> Any:
+    """HELLO: [version, my-id, [id, host, port, priority]...] as an object."""
+    if not isinstance(reply, list) or len(reply) < 2:
+        return to_json(reply)
+    nodes = []
+    for node in reply[2:]:
+        if isinstance(node, list) and len(node) == 4:
+            nodes.append({"id": to_json(node[0]), "host": to_json(node[1]),
+                          "port": _int_or_text(node[2]), "priority": _int_or_text(node[3])})
+        else:
+            nodes.append(to_json(node))
+    return {"version": to_json(reply[0]), "id": to_json(reply[1]), "nodes": nodes}
+
+
+def _jscan_object(reply: Reply) -> Any:
+    """JSCAN: [cursor, items]; with REPLY ALL the items are jobs as key/value arrays."""
+    if not isinstance(reply, list) or len(reply) != 2 or not isinstance(reply[1], list):
+        return to_json(reply)
+    items = [_pairs_to_object(item) if isinstance(item, list) else to_json(item)
+             for item in reply[1]]
+    return [to_json(reply[0]), items]
+
+
+def parse_info(text: str) -> dict[str, Any]:
+    """INFO text as {section: {field: value}}; fields before any section stay on top."""
+    result: dict[str, Any] = {}
+    section: dict[str, Any] = result
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            section = result.setdefault(line.lstrip("#").strip().lower(), {})
+        elif ":" in line:
+            field, value = line.split(":", 1)
+            section[field] = value
+    return result
+
+
+def _info_object(reply: Reply) -> Any:
+    if isinstance(reply, bytes) and not isinstance(reply, ErrorReply):
+        return parse_info(_text(reply))
+    return to_json(reply)
+
+
+JSON_SHAPES = {
+    "pairs": _pairs_to_object,
+    "hello": _hello_object,
+    "jscan": _jscan_object,
+    "info": _info_object,
+}
+
+
+def format_json(reply: Reply, shape: str | None = None) -> bytes:
+    value = JSON_SHAPES[shape](reply) if shape else to_json(reply)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# ---- entry point ---------------------------------------------------------------
+
+def render(reply: Reply, options: RenderOptions, *, verbatim: bool = False,
+           shape: str | None = None) -> bytes:
+    """The full output for one reply, delimiter included."""
+    mode = options.mode
+    if mode is Mode.JSON:
+        return format_json(reply, shape) + options.cmd_delim
+    if verbatim:
+        # redis-cli prints INFO-like text as is in every mode, with no delimiter.
+        return format_raw(reply, options.mb_delim)
+    if mode is Mode.STANDARD:
+        return format_standard(reply)
+    if mode is Mode.RAW:
+        return format_raw(reply, options.mb_delim) + options.cmd_delim
+    return format_csv(reply) + options.cmd_delim

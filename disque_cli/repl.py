@@ -1,0 +1,215 @@
+"""The interactive prompt: `127.0.0.1:7711> `, like redis-cli's.
+
+prompt_toolkit reads the lines; completion and the grey syntax hints come
+from the command table (`syntax.py`), history is a plain one-line-per-command
+file (~/.disquecli_history, or $DISQUECLI_HISTFILE), and every line is run by
+the same `Runner` as stdin pipelines. Ctrl-C clears the line (or interrupts
+a blocking command), Ctrl-D exits. When the node goes away the prompt turns
+into `not connected> ` and each command tries to reconnect.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application.current import get_app
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import History, InMemoryHistory
+from prompt_toolkit.layout.processors import (
+    Processor,
+    Transformation,
+    TransformationInput,
+)
+from prompt_toolkit.shortcuts import clear
+from prompt_toolkit.styles import Style
+
+from disque_cli import commands, helptext, syntax
+from disque_cli.args import split_words
+from disque_cli.connection import Disconnected, Session
+from disque_cli.runner import Outcome, Runner
+
+if TYPE_CHECKING:
+    from disque_cli.main import Config
+
+STYLE = Style.from_dict({"hint": "fg:ansibrightblack"})
+HISTORY_LIMIT = 1000
+
+
+# ---- history -------------------------------------------------------------------
+
+def history_path() -> Path | None:
+    configured = os.environ.get("DISQUECLI_HISTFILE")
+    if configured is not None:
+        return None if configured in ("", "/dev/null") else Path(configured).expanduser()
+    home = os.environ.get("HOME")
+    return Path(home) / ".disquecli_history" if home else None
+
+
+class PlainHistory(History):
+    """History as plain lines (like redis-cli's), newest last; AUTH lines are not kept."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def load_history_strings(self) -> Iterable[str]:
+        try:
+            lines = self.path.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+        return list(reversed([line for line in lines if line.strip()][-HISTORY_LIMIT:]))
+
+    def store_string(self, string: str) -> None:
+        if _is_sensitive(string):
+            return
+        try:
+            with self.path.open("a") as f:
+                f.write(string.replace("\n", " ") + "\n")
+        except OSError:
+            pass  # a read-only home must not break the prompt
+
+
+def _is_sensitive(line: str) -> bool:
+    words = split_words(line) or line.split()
+    return bool(words) and words[0].lower() == "auth"
+
+
+# ---- what you see while typing -------------------------------------------------------
+
+def _command_words(text: str) -> list[str] | None:
+    """The words of a line as far as hints go: without a leading repeat count."""
+    words = split_words(text)
+    if words and len(words) > 1 and words[0].isdigit():
+        words = words[1:]
+    return words
+
+
+def hint_text(text: str) -> str:
+    """The grey hint shown after `text`, with its leading space when needed."""
+    words = _command_words(text)
+    if not words or words[0].lower() in ("help", "?"):
+        return ""
+    found = syntax.hint(words)
+    if not found:
+        return ""
+    return found if text[-1:].isspace() else " " + found
+
+
+class HintProcessor(Processor):
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def apply_transformation(self, ti: TransformationInput) -> Transformation:
+        document = ti.document
+        # No hint on an accepted line: it stays on screen above the reply.
+        if (not self.runner.hints or ti.lineno != document.line_count - 1
+                or get_app().is_done):
+            return Transformation(ti.fragments)
+        hint = hint_text(document.text)
+        if not hint:
+            return Transformation(ti.fragments)
+        return Transformation(list(ti.fragments) + [("class:hint", hint)])
+
+
+def _match_case(candidate: str, typed: str, reference: str) -> str:
+    """Complete in the user's case: `addj<tab>` gives `addjob`, `ADDJ<tab>` `ADDJOB`."""
+    if not candidate.isupper():
+        return candidate
+    sample = typed if any(c.isalpha() for c in typed) else reference
+    return candidate.lower() if sample and sample.islower() else candidate
+
+
+class DisqueCompleter(Completer):
+    def get_completions(self, document: Document,
+                        complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        words = _command_words(text)
+        if words is None:
+            return
+        if text and not text[-1].isspace() and words:
+            partial, before = words[-1], words[:-1]
+        else:
+            partial, before = "", words
+        if before and before[0].lower() in ("help", "?"):
+            topics = _help_topics(before[1:])
+        else:
+            topics = syntax.candidates(before)
+        reference = before[0] if before else partial
+        for candidate in topics:
+            if candidate.lower().startswith(partial.lower()):
+                yield Completion(_match_case(candidate, partial, reference),
+                                 start_position=-len(partial))
+
+
+def _help_topics(after_help: list[str]) -> list[str]:
+    if not after_help:
+        return [topic for topic in helptext.topics() if " " not in topic]
+    command = commands.lookup(after_help[0])
+    if len(after_help) == 1 and command is not None:
+        return [sub.words[1] for sub in command.subcommands]
+    return []
+
+
+# ---- the loop ----------------------------------------------------------------------------
+
+def _load_preferences(runner: Runner) -> None:
+    """~/.disqueclirc: `:set hints` / `:set nohints` lines, like ~/.redisclirc."""
+    home = os.environ.get("HOME")
+    if not home:
+        return
+    try:
+        lines = (Path(home) / ".disqueclirc").read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    for line in lines:
+        if line.strip().startswith(":set"):
+            runner.run_line(line)
+
+
+def run(session: Session, config: Config) -> int:
+    try:
+        session.connect()
+    except Disconnected as exc:
+        print(exc, file=sys.stderr)
+    runner = Runner(session, config.render, interval=config.interval or 0.0,
+                    show_timing=True, clear_screen=clear)
+    _load_preferences(runner)
+    path = history_path()
+    prompt_session: PromptSession[str] = PromptSession(
+        history=PlainHistory(path) if path else InMemoryHistory(),
+        completer=DisqueCompleter(),
+        complete_while_typing=False,
+        input_processors=[HintProcessor(runner)],
+        style=STYLE,
+    )
+
+    def prompt_text() -> str:
+        return f"{session.endpoint.label}> " if session.connected else "not connected> "
+
+    while True:
+        try:
+            line = prompt_session.prompt(prompt_text)
+        except KeyboardInterrupt:
+            continue  # Ctrl-C clears the line
+        except EOFError:
+            break  # Ctrl-D
+        try:
+            outcome = runner.run_line(line)
+        except KeyboardInterrupt:
+            # A blocking command (GETJOB, MONITOR) was interrupted; its connection
+            # is out of sync and closed: open a fresh one for the next command.
+            print(file=sys.stdout, flush=True)
+            try:
+                session.connect()
+            except Disconnected:
+                pass
+            continue
+        if outcome is Outcome.QUIT:
+            break
+    return 0
