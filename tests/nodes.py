@@ -58,9 +58,12 @@ def _port_free(port: int) -> bool:
 
 
 def free_port() -> int:
-    """A client port whose cluster bus port (port + 10000) is free too."""
+    """A client port whose cluster bus port (port + 10000) is free too.
+
+    Both stay below the kernel's ephemeral range (32768 and up), so outgoing
+    connections of other tests cannot take them between this check and bind."""
     for _ in range(1000):
-        port = random.randint(20000, 45000)
+        port = random.randint(10000, 22700)
         if _port_free(port) and _port_free(port + 10000):
             return port
     raise RuntimeError("no free port pair found")

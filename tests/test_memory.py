@@ -1,0 +1,96 @@
+"""maxmemory and the memory section of INFO."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from conformance import Conn
+from nodes import Node, wait_for
+
+pytestmark = pytest.mark.timeout(60)
+
+MEMORY_FIELDS = ["used_memory", "used_memory_human", "used_memory_rss", "used_memory_peak",
+                 "used_memory_peak_human", "mem_fragmentation_ratio", "mem_allocator"]
+OOM = ("-", "OOM command not allowed when used memory > 'maxmemory'.")
+
+
+@pytest.fixture
+def raw(node: Node):
+    with Conn(node.port) as c:
+        yield c
+
+
+def memory(raw: Conn) -> dict[str, str]:
+    t, text = raw.call("INFO", "memory")
+    assert t == "$"
+    lines = [line for line in text.replace("\r", "").split("\n") if line]
+    assert lines[0] == "# Memory"
+    return dict(line.split(":", 1) for line in lines[1:])
+
+
+def used(raw: Conn) -> int:
+    return int(memory(raw)["used_memory"])
+
+
+def test_info_memory_fields(raw: Conn) -> None:
+    mem = memory(raw)
+    assert list(mem) == MEMORY_FIELDS
+    assert int(mem["used_memory"]) > 0
+    assert int(mem["used_memory_rss"]) > 0
+    assert int(mem["used_memory_peak"]) >= int(mem["used_memory"])
+    assert mem["used_memory_human"][-1] in "BKMG"
+    float(mem["mem_fragmentation_ratio"])
+
+
+def test_used_memory_grows_with_jobs(client: redis.Redis, raw: Conn) -> None:
+    before = used(raw)
+    body = b"x" * 40_000
+    with client.pipeline(transaction=False) as p:
+        for i in range(200):  # 8 MB of bodies
+            p.execute_command("ADDJOB", "big", body + str(i).encode(), 0)
+        p.execute()
+    wait_for(lambda: used(raw) >= before + 4_000_000, 5, interval=0.1,
+             message="used_memory to grow by 4 MB")
+    wait_for(lambda: int(memory(raw)["used_memory_peak"]) >= before + 4_000_000, 5,
+             interval=0.1, message="used_memory_peak to follow")
+
+
+def test_config_maxmemory(raw: Conn) -> None:
+    assert raw.call("CONFIG", "SET", "maxmemory", "104857600") == ("+", "OK")
+    assert raw.call("CONFIG", "GET", "maxmemory") == \
+        ("*", [("$", "maxmemory"), ("$", "104857600")])
+
+
+def test_addjob_refused_over_maxmemory(raw: Conn) -> None:
+    assert raw.call("ADDJOB", "q", "before", "0")[0] == "+"
+    assert raw.call("CONFIG", "SET", "maxmemory", "1") == ("+", "OK")
+    wait_for(lambda: raw.call("ADDJOB", "q", "x", "0") == OOM, 5, interval=0.05,
+             message="ADDJOB -> OOM")
+    assert raw.call("ADDJOB", "q", "x", "0", "ASYNC") == OOM
+    assert raw.call("QLEN", "q") == (":", 1)
+
+
+def test_addjob_accepted_again_when_limit_lifted(raw: Conn) -> None:
+    raw.call("CONFIG", "SET", "maxmemory", "1")
+    wait_for(lambda: raw.call("ADDJOB", "q", "x", "0") == OOM, 5, interval=0.05,
+             message="ADDJOB -> OOM")
+    assert raw.call("CONFIG", "SET", "maxmemory", "0") == ("+", "OK")
+    wait_for(lambda: raw.call("ADDJOB", "q", "x", "0")[0] == "+", 5, interval=0.05,
+             message="ADDJOB accepted")
+
+
+def test_non_growing_commands_work_over_maxmemory(raw: Conn) -> None:
+    jid = raw.call("ADDJOB", "q", "body", "0")[1]
+    jid2 = raw.call("ADDJOB", "q", "body2", "0")[1]
+    raw.call("CONFIG", "SET", "maxmemory", "1")
+    wait_for(lambda: raw.call("ADDJOB", "q", "x", "0") == OOM, 5, interval=0.05,
+             message="ADDJOB -> OOM")
+    assert raw.call("PING") == ("+", "PONG")
+    assert raw.call("QLEN", "q") == (":", 2)
+    assert raw.call("SHOW", jid)[0] == "*"
+    assert raw.call("GETJOB", "FROM", "q") == \
+        ("*", [("*", [("$", "q"), ("$", jid), ("$", "body")])])
+    assert raw.call("ACKJOB", jid) == (":", 1)
+    assert raw.call("DELJOB", jid2) == (":", 1)
+    assert raw.call("INFO", "memory")[0] == "$"
+    assert raw.call("CONFIG", "GET", "maxmemory") == ("*", [("$", "maxmemory"), ("$", "1")])
