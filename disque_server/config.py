@@ -197,6 +197,15 @@ PARAMS: dict[str, Param] = {p.name: p for p in [
     _P("queue-max-idle-time", 120, parse_int, visible=False, settable=False, minimum=1),
     _P("syslog-enabled", False, parse_bool, visible=False, settable=False),
     _P("syslog-ident", "disque", visible=False, settable=False),
+    # Beyond Disque: an authenticated cluster bus and TLS.
+    _P("cluster-password", "", visible=False, settable=False),
+    _P("tls-port", 0, parse_int, visible=False, settable=False, minimum=0),
+    _P("tls-cert-file", "", visible=False, settable=False),
+    _P("tls-key-file", "", visible=False, settable=False),
+    _P("tls-ca-cert-file", "", visible=False, settable=False),
+    _P("tls-auth-clients", "no", visible=False, settable=False,
+       choices=("yes", "no", "optional")),
+    _P("tls-cluster", False, parse_bool, visible=False, settable=False),
 ]}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import ssl
 import sys
 
 from disque_server import DISQUE_VERSION, __version__
@@ -144,9 +145,13 @@ async def run(config: Config, log: Log) -> int:
     server = Server(config, log)
     try:
         return await server.serve_forever()
-    except AOFError as exc:
+    except (AOFError, ConfigError) as exc:
         log.warning("%s", exc)
         print(str(exc), file=sys.stderr)
+        return 1
+    except ssl.SSLError as exc:
+        log.warning("TLS configuration error: %s", exc)
+        print(f"TLS configuration error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         log.warning("Could not start the node on port %d: %s", config["port"], exc.strerror or exc)

@@ -12,12 +12,13 @@ import asyncio
 import os
 import signal
 import socket
+import ssl
 import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
 
-from disque_server import resp
+from disque_server import resp, tls
 from disque_server.ack import Acks
 from disque_server.aof import AOF
 from disque_server.client import Client
@@ -102,16 +103,10 @@ class Server:
     async def start(self) -> None:
         self.load_data()
         hosts = self.bind_addresses()
-        for host in hosts:
-            try:
-                srv = await self.loop.create_server(
-                    lambda: Client(self), host, self.config["port"],
-                    backlog=self.config["tcp-backlog"], reuse_address=True)
-            except OSError:
-                if host == "::1":   # no IPv6 loopback on this machine: fine
-                    continue
-                raise
-            self.servers.append(srv)
+        await self.listen(hosts, self.config["port"])
+        if self.config["tls-port"]:
+            await self.listen(hosts, self.config["tls-port"], tls.server_context(self.config))
+            self.log.notice("Accepting TLS connections on port %d", self.config["tls-port"])
         await self.cluster.start_bus(hosts)
         self.log.notice("Ready to accept connections on port %d (cluster bus on port %d)",
                         self.config["port"], self.config["port"] + 10000)
@@ -121,6 +116,19 @@ class Server:
                 self.loop.add_signal_handler(sig, self.on_signal, sig)
             except (NotImplementedError, RuntimeError):
                 pass
+
+    async def listen(self, hosts: list[str | None], port: int,
+                     ssl_context: ssl.SSLContext | None = None) -> None:
+        for host in hosts:
+            try:
+                srv = await self.loop.create_server(
+                    lambda: Client(self), host, port, backlog=self.config["tcp-backlog"],
+                    reuse_address=True, ssl=ssl_context)
+            except OSError:
+                if host == "::1":   # no IPv6 loopback on this machine: fine
+                    continue
+                raise
+            self.servers.append(srv)
 
     def load_data(self) -> None:
         """Load the AOF (with appendonly, or once for a controlled restart), then open it."""

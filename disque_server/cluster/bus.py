@@ -15,11 +15,20 @@ YOURJOBS PAUSE (federation). Handlers are ``on_<message>`` functions.
 A node keeps one outbound link to every other node and writes to it;
 it reads from both its outbound links and the inbound connections peers
 opened, and answers PING with PONG on the connection the PING came on.
+
+With ``cluster-password`` (beyond Disque) every link starts with a mutual
+challenge: each side sends ``[CHALLENGE, nonce]`` and must answer the
+other's with ``[AUTH, HMAC-SHA256(password, nonce)]``. Until a peer has
+proven it knows the password, nothing it sends is processed (anything but
+CHALLENGE/AUTH closes the link) and nothing but our own proof is sent to it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
+import os
 from typing import TYPE_CHECKING
 
 import hiredis
@@ -30,6 +39,10 @@ if TYPE_CHECKING:
 
 MAX_MESSAGE_PARTS = 1_000_000
 BUS_BUFFER_LIMIT = 1024 * 1024 * 1024
+
+
+def auth_proof(password: str, nonce: bytes) -> bytes:
+    return hmac.new(password.encode(), nonce, hashlib.sha256).hexdigest().encode()
 
 
 def encode_message(parts: list[bytes]) -> bytes:
@@ -49,9 +62,16 @@ class BusLink(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer_ip = ""
         self.closed = False
+        self.password: str = cluster.server.config["cluster-password"]
+        self.nonce = os.urandom(16).hex().encode()
+        self.peer_verified = not self.password    # the peer proved the password
+        self.proved = not self.password           # we answered the peer's challenge
+        self.held: list[bytes] = []               # messages waiting for our proof
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        if self.password:
+            transport.write(encode_message([b"CHALLENGE", self.nonce]))  # type: ignore[attr-defined]
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple):
             self.peer_ip = peer[0]
@@ -82,17 +102,47 @@ class BusLink(asyncio.Protocol):
                 return
             if msg is False:
                 return
-            if (type(msg) is not list or len(msg) < 4 or len(msg) > MAX_MESSAGE_PARTS
+            if (type(msg) is not list or len(msg) > MAX_MESSAGE_PARTS
                     or not all(type(p) is bytes for p in msg)):
                 self.close()
                 return
+            if len(msg) == 2 and msg[0] in (b"CHALLENGE", b"AUTH"):
+                self.on_auth_message(msg[0], msg[1])
+                continue
+            if len(msg) < 4 or not self.peer_verified:
+                if not self.peer_verified:
+                    self.cluster.server.log.warning(
+                        "Cluster bus: closing a link from %s that did not authenticate",
+                        self.peer_ip)
+                self.close()
+                return
             self.cluster.handle_message(self, msg)
+
+    def on_auth_message(self, kind: bytes, value: bytes) -> None:
+        if not self.password:
+            self.close()
+            return
+        if kind == b"CHALLENGE":
+            self.transport.write(encode_message([b"AUTH", auth_proof(self.password, value)]))  # type: ignore[union-attr]
+            self.proved = True
+            held, self.held = self.held, []
+            for data in held:
+                self.transport.write(data)  # type: ignore[union-attr]
+        elif hmac.compare_digest(value, auth_proof(self.password, self.nonce)):
+            self.peer_verified = True
+        else:
+            self.cluster.server.log.warning("Cluster bus: wrong password from %s", self.peer_ip)
+            self.close()
 
     def send(self, parts: list[bytes]) -> None:
         if self.cluster.server.aof.buf:
             self.cluster.server.aof.flush()   # e.g. a replica logs a job before GOTJOB
         if self.transport is not None and not self.closed and not self.transport.is_closing():
-            self.transport.write(encode_message(parts))
+            data = encode_message(parts)
+            if self.proved:
+                self.transport.write(data)
+            else:
+                self.held.append(data)
             self.cluster.messages_sent += 1
 
     def close(self) -> None:
