@@ -37,6 +37,7 @@ class Memory:
         self.used = rss_bytes()
         self.peak = self.used
         self.level = OK
+        self.evict_cursor = 0
 
     def refresh(self) -> int:
         """Sample memory use and compute the warning level (called by the cron)."""
@@ -58,14 +59,16 @@ class Memory:
         return self.level >= FULL
 
     def evict(self, budget: int = 10000) -> int:
-        """Free what is safe to free; bounded work per call."""
+        """Free what is safe to free, walking the jobs incrementally (JSCAN order):
+        at most ``budget`` jobs are looked at per call, so a node with millions
+        of jobs never stalls here."""
         server = self.server
         freed = 0
-        for job in server.jobs.all():
-            if freed >= budget:
-                break
-            if job.state == ACKED or (job.retry == 0 and job.flags & FLAG_DELIVERED
-                                      and job.state == ACTIVE):
+        self.evict_cursor, ids = server.jobs.scan(self.evict_cursor, budget)
+        for jid in ids:
+            job = server.jobs.lookup(jid)
+            if job is not None and (job.state == ACKED or (
+                    job.retry == 0 and job.flags & FLAG_DELIVERED and job.state == ACTIVE)):
                 server.jobs.unregister(job)
                 freed += 1
         freed += server.queues.evict_idle(0)

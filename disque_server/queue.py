@@ -115,6 +115,7 @@ class Queues:
         self.by_name: dict[bytes, Queue] = {}
         self.scan_index: SortedKeyList = SortedKeyList(key=attrgetter("scan_key"))
         self.ready: dict[Queue, None] = {}  # queues that got jobs while clients wait
+        self.with_clients: dict[Queue, None] = {}   # queues with blocked clients
         self._serve_scheduled = False
 
     # ---- low level --------------------------------------------------------
@@ -132,6 +133,7 @@ class Queues:
         del self.by_name[q.name]
         self.scan_index.remove(q)
         self.ready.pop(q, None)
+        self.with_clients.pop(q, None)
 
     def __len__(self) -> int:
         return len(self.by_name)
@@ -213,13 +215,17 @@ class Queues:
     # ---- blocking ------------------------------------------------------------
     def block_client(self, client: Client, names: list[bytes]) -> None:
         for name in names:
-            self.create(name).clients[client] = None
+            q = self.create(name)
+            q.clients[client] = None
+            self.with_clients[q] = None
 
     def unblock_client(self, client: Client, names: list[bytes]) -> None:
         for name in names:
             q = self.by_name.get(name)
             if q is not None:
                 q.clients.pop(client, None)
+                if not q.clients:
+                    self.with_clients.pop(q, None)
 
     def signal_ready(self, q: Queue) -> None:
         """Blocked clients are served once per loop pass, after all input."""

@@ -63,7 +63,7 @@ def on_queue_drained(cluster: Cluster, q: Queue) -> None:
 
 def cron(cluster: Cluster, now: int) -> None:
     """Keep asking for the queues with clients waiting (backoffs apply)."""
-    for q in cluster.server.queues:
+    for q in list(cluster.server.queues.with_clients):
         if q.clients and not q.jobs:
             need_jobs(cluster, q.name)
 

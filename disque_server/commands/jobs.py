@@ -13,6 +13,7 @@ from disque_server.job import (
     QUEUED,
     Job,
     is_at_least_once_id,
+    ttl_minutes_from_id,
     valid_job_id,
 )
 from disque_server.resp import integer
@@ -41,8 +42,6 @@ def ackjob_command(c: Client, argv: list[bytes]) -> None:
 
 def create_dummy_ack(c: Client, jid: bytes) -> Job:
     """Keep the ACK of a job we never saw, in case its owners are partitioned away."""
-    from disque_server.job import ttl_minutes_from_id
-
     server = c.server
     job = Job(jid, ACKED, now_ms() // 1000 + ttl_minutes_from_id(jid) * 60, 0)
     job.repl = 3
