@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from nodes import wait_for
 
@@ -94,3 +96,16 @@ def test_reset_soft_keeps_id(cluster3):
     old = a.call("CLUSTER", "MYID")
     assert a.call("CLUSTER", "RESET", "SOFT") == b"OK"
     assert a.call("CLUSTER", "MYID") == old
+
+
+def test_forgotten_live_node_is_not_relearned_from_gossip(cluster3):
+    a, b, c = cluster3
+    c_id = c.call("CLUSTER", "MYID")
+    assert a.call("CLUSTER", "FORGET", c_id) == b"OK"
+    # b still knows c and gossips about it; c still pings a. For the blacklist
+    # period a must not learn c again.
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        assert c_id.decode() not in a.call("CLUSTER", "NODES").decode()
+        time.sleep(0.2)
+    assert c_id.decode() in b.call("CLUSTER", "NODES").decode()
