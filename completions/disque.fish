@@ -4,7 +4,7 @@
 function __fish_disque_command --description 'The disque command being typed'
     set -l tokens (commandline -opc)
     set -e tokens[1]
-    set -l with_value -h -p -a -u -r -i -d -D --pipe-timeout --cluster
+    set -l with_value -h -p -a -u -r -i -d -D --pipe-timeout --cluster --timeout
     while set -q tokens[1]
         if contains -- $tokens[1] $with_value
             set -e tokens[1..2]
@@ -55,7 +55,10 @@ complete -c disque -l pipe-timeout -r -d 'In --pipe mode, abort with error if af
 complete -c disque -l stat -d 'Print rolling stats about the node: jobs, queues, memory, clients, '
 complete -c disque -l latency -d 'Enter a special mode continuously sampling latency'
 complete -c disque -l latency-history -d 'Like --latency but tracking latency changes over time'
-complete -c disque -l cluster -r -d 'Cluster manager command: create, check, info, call, leave (not implemented yet)'
+complete -c disque -l cluster -r -d 'Cluster manager command: create, check, info, call, leave'
+complete -c disque -l yes -d 'With --cluster leave: do not ask for confirmation'
+complete -c disque -l shutdown -d 'With --cluster leave: SHUTDOWN the node once the others forgot it'
+complete -c disque -l timeout -r -d 'With --cluster: seconds to wait for the full mesh (create, default 30), for the node to drain (leave, default no limit), for each nodes replies (check, info: default 5; call: default no limit)'
 complete -c disque -l help -d 'Output this help and exit'
 complete -c disque -s v -l version -d 'Output version and exit'
 

@@ -7,11 +7,8 @@
                     format (raw, csv, json).
 --latency-history   the live line, closed every 15 s (or -i) with its range.
 --cluster <verb>    cluster manager verbs (create, check, info, call, leave),
-                    each a function `cluster_<verb>(args) -> exit status`
-                    registered in CLUSTER_VERBS. They talk to several nodes
-                    (HELLO to discover them, CLUSTER MEET to join them,
-                    CLUSTER LEAVING to drain one) and come with the cluster
-                    bus: for now each says it is not implemented.
+                    registered in CLUSTER_VERBS; they live in cluster_verbs.py
+                    and cluster_leave.py, on the helpers of cluster.py.
 """
 
 from __future__ import annotations
@@ -209,21 +206,35 @@ def run_monitor_mode(session: Session, config: Config) -> int:
 
 # ---- --cluster -----------------------------------------------------------------------
 
-def _planned(verb: str) -> Callable[[list[bytes]], int]:
-    def not_yet(args: list[bytes]) -> int:
-        print(f"--cluster {verb}: not implemented yet in this version of disque.",
-              file=sys.stderr)
-        return 1
-    return not_yet
+def _verb(module: str, name: str, options: bool = True) -> Callable[[Config, list[bytes]], int]:
+    """A verb of cluster_verbs / cluster_leave, imported when used."""
+    def run(config: Config, args: list[bytes]) -> int:
+        import importlib
+
+        from disque_cli.cluster import verb_args
+        function = getattr(importlib.import_module(f"disque_cli.{module}"), name)
+        return function(verb_args(config, args, options=options))
+    return run
 
 
-CLUSTER_VERBS: dict[str, tuple[str, Callable[[list[bytes]], int]]] = {
-    "create": ("host1:port1 ... hostN:portN", _planned("create")),
-    "check": ("host:port", _planned("check")),
-    "info": ("host:port", _planned("info")),
-    "call": ("host:port command arg arg .. arg", _planned("call")),
-    "leave": ("host:port", _planned("leave")),
+CLUSTER_VERBS: dict[str, tuple[str, Callable[[Config, list[bytes]], int]]] = {
+    "create": ("host1:port1 ... hostN:portN [--timeout SECS]",
+               _verb("cluster_verbs", "cluster_create")),
+    "check": ("host:port [--timeout SECS]", _verb("cluster_verbs", "cluster_check")),
+    "info": ("host:port", _verb("cluster_verbs", "cluster_info")),
+    "call": ("host:port command arg arg .. arg",
+             _verb("cluster_verbs", "cluster_call", options=False)),
+    "leave": ("host:port [--yes] [--shutdown] [--timeout SECS]",
+              _verb("cluster_leave", "cluster_leave")),
 }
+
+CLUSTER_HELP_NOTES = """For check, info and call, host:port is any node of the cluster (or -h/-p).
+--timeout: create: seconds to wait for the full mesh (default 30); leave: for
+the node to drain (default: no limit); check, info: for each node's replies
+(default 5); call: for each node's reply (default: no limit).
+leave: --yes skips the confirmation, --shutdown stops the node at the end.
+Output: tables on a terminal, plain text in a pipe, --csv and --json for data.
+"""
 
 
 def cluster_help() -> str:
@@ -231,10 +242,10 @@ def cluster_help() -> str:
     for verb, (usage, _fn) in CLUSTER_VERBS.items():
         lines.append(f"  {verb:<14}{usage}")
     lines.append("  help")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + CLUSTER_HELP_NOTES
 
 
-def cluster_command(verb: str, args: list[bytes]) -> int:
+def cluster_command(verb: str, config: Config) -> int:
     if verb.lower() == "help":
         sys.stdout.write(cluster_help())
         return 0
@@ -243,4 +254,9 @@ def cluster_command(verb: str, args: list[bytes]) -> int:
         print(f"Unknown --cluster subcommand '{verb}'", file=sys.stderr)
         sys.stderr.write(cluster_help())
         return 1
-    return entry[1](args)
+    from disque_cli.cluster import VerbError
+    try:
+        return entry[1](config, config.args)
+    except VerbError as exc:
+        print(exc, file=sys.stderr)
+        return 1

@@ -4,6 +4,7 @@
     disque [options] < commands.txt    stdin pipeline: one command per line
     disque [options]                   interactive REPL (stdin is a terminal)
     disque --pipe / --stat / --latency special modes
+    disque --cluster create|check|info|call|leave ...   cluster manager
 
 Options follow redis-cli (`-h` is the host, `--help` the help); parsing stops
 at the command name, so arguments such as `-2` in `qpeek q -2` pass through.
@@ -183,7 +184,7 @@ def run(argv: Sequence[str]) -> int:
     try:
         if config.cluster:
             from disque_cli import admin
-            return admin.cluster_command(config.cluster, config.args)
+            return admin.cluster_command(config.cluster, config)
         if config.pipe:
             from disque_cli import pipe
             return pipe.run(session, config.pipe_timeout)

@@ -85,8 +85,16 @@ OPTIONS: tuple[CliOption, ...] = (
               "latency changes over time. Default time interval is 15 sec. Change it using "
               "-i.", section="modes"),
     CliOption(("--cluster",), "cluster", "Cluster manager command: create, check, info, "
-              "call, leave (not implemented yet).", "command", section="modes",
-              planned=True),
+              "call, leave. Run --cluster help for the arguments.", "command", section="modes"),
+    CliOption(("--yes",), "cluster_yes", "With --cluster leave: do not ask "
+              "for confirmation.", section="modes"),
+    CliOption(("--shutdown",), "cluster_shutdown", "With --cluster leave: SHUTDOWN the node "
+              "once the others forgot it.", section="modes"),
+    CliOption(("--timeout",), "cluster_timeout", "With --cluster: "
+              "seconds to wait for the full mesh (create, default 30), for the node to "
+              "drain (leave, default no limit), for each node's replies (check, info: "
+              "default 5; call: default no limit). 0: no limit.", "seconds", kind=float,
+              section="modes", complete="none"),
     # ---- misc ----
     CliOption(("--help",), "help", "Output this help and exit.", section="misc"),
     CliOption(("-v", "--version"), "version", "Output version and exit.", section="misc"),
@@ -101,4 +109,9 @@ EXAMPLES = (
     "disque -r 100 addjob myqueue x 0",
     "disque -r 100 -i 1 info | grep registered_jobs:",
     "disque --json show D-dcb833cf-8YL1NT17e9+wsA/09NqxscQI-05a1 | jq .state",
+    "disque --cluster create 10.0.0.1:7711 10.0.0.2:7711 10.0.0.3:7711",
+    "disque --cluster check 10.0.0.1:7711",
+    "disque --json --cluster info 10.0.0.1:7711 | jq '.[] | select(.jobs > 0)'",
+    "disque --cluster call 10.0.0.1:7711 qlen myqueue",
+    "disque --cluster leave 10.0.0.3:7711 --shutdown",
 )

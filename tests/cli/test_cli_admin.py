@@ -1,4 +1,4 @@
-"""--latency, --latency-history, --stat and the --cluster placeholder."""
+"""--latency, --latency-history and --stat (--cluster: test_cli_cluster.py)."""
 
 from __future__ import annotations
 
@@ -48,10 +48,3 @@ def test_stat(spawn, node, cli) -> None:
     child.expect(r"jobs +queues +mem +clients +blocked +requests +connections\r\n")
     child.expect(r"2 +2 +[\d.]+[BKMG] +1 +0 +\d+ \(\+0\) +\d+\r\n")
     child.expect(r"2 +2 +[\d.]+[BKMG] +1 +0 +\d+ \(\+1\) +\d+\r\n")
-
-
-def test_cluster_verbs_are_not_there_yet(run_cli) -> None:
-    listing = run_cli("--cluster", "help")
-    assert listing.returncode == 0 and "create" in listing.out and "leave" in listing.out
-    result = run_cli("--cluster", "create", "127.0.0.1:7711", "127.0.0.1:7712")
-    assert result.returncode == 1 and "not implemented yet" in result.err

@@ -1,0 +1,568 @@
+"""--cluster leave: remove a node without losing jobs, as the Disque README's
+"Graceful removal of nodes" describes it.
+
+    1. CLUSTER LEAVING yes on the node: it replicates new jobs on other nodes
+       only, answers -LEAVING to GETJOB that would block, advertises itself
+       with priority 100 in HELLO and stops asking other nodes for jobs.
+    2. Wait for INFO registered_jobs to reach 0 (a progress bar on a terminal).
+       Its queued jobs move only when consumers connected to *other* nodes
+       ask for jobs of those queues (federation), and its other jobs go away
+       when acknowledged: nothing moves without consumers.
+    3. CLUSTER FORGET <id> on every other node.
+    4. With --shutdown, SHUTDOWN the node.
+
+Every step reports per node; a node dying on the way gets one clear line and
+the remaining steps still run (exit status 1 at the end). When the drain
+times out (--timeout) or is interrupted, the node is not forgotten: it stays
+in leaving state, ready for another run or for `CLUSTER LEAVING no`.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from disque_cli.cluster import (
+    ID_PREFIX,
+    Column,
+    Member,
+    NodeDown,
+    Output,
+    VerbArgs,
+    VerbError,
+    ViewEntry,
+    discover,
+    flat_info,
+    parse_nodes,
+    plural,
+    seed_address,
+)
+from disque_cli.render import Mode
+from disque_cli.replies import ErrorReply
+
+USAGE = "leave host:port [--yes] [--shutdown] [--timeout SECS]"
+POLL = 0.2                # seconds between INFO polls while draining
+STALL_AFTER = 5.0         # seconds without progress before explaining why
+PLAIN_EVERY = 1.0         # at most one progress line per second in a pipe
+RATE_WINDOW = 5.0         # seconds of history for the jobs/s rate
+SEEN_LEAVING_WAIT = 5.0   # seconds to wait for the others to see the leaving flag
+SHUTDOWN_WAIT = 10.0      # seconds for the node to stop accepting connections
+
+
+@dataclass
+class Result:
+    """What happened to one node, for the summary."""
+
+    member: Member
+    role: str
+    outcome: list[str] = field(default_factory=list)
+    failed: bool = False
+
+    def ok(self, text: str) -> None:
+        self.outcome.append(text)
+
+    def fail(self, text: str) -> None:
+        self.outcome.append(text)
+        self.failed = True
+
+
+def cluster_leave(parsed: VerbArgs) -> int:
+    host, port = seed_address(parsed, USAGE)
+    if parsed.words:
+        raise VerbError(f"Unexpected arguments: {' '.join(parsed.words)}\n"
+                        f"Usage: disque --cluster {USAGE}")
+    out = Output(parsed.mode)
+    target = Member(host, port, parsed.password)
+    if not target.refresh():
+        out.error(f"{target.label}: {target.error}")
+        out.line("Nothing was changed.")
+        return 1
+    members = discover(target, parsed.password)
+    try:
+        return Leave(out, parsed, members).run()
+    except KeyboardInterrupt:
+        out.line("")
+        out.error(f"Interrupted. {target.name} may be left in leaving state: run this "
+                  f"command again to go on, or undo with `disque -h {target.host} -p "
+                  f"{target.port} cluster leaving no`.")
+        return 130
+    finally:
+        for member in members:
+            member.close()
+
+
+class Leave:
+    def __init__(self, out: Output, parsed: VerbArgs, members: list[Member]) -> None:
+        self.out = out
+        self.parsed = parsed
+        self.target = members[0]
+        self.others = members[1:]
+        self.results = [Result(self.target, "leaving")] + [Result(m, "other")
+                                                           for m in self.others]
+        self.target_gone = False
+
+    @property
+    def mine(self) -> Result:
+        return self.results[0]
+
+    def result_of(self, member: Member) -> Result:
+        return next(result for result in self.results if result.member is member)
+
+    # ---- the walkthrough ----
+    def run(self) -> int:
+        out, target = self.out, self.target
+        if not self.others:
+            out.error(f"{target.name} knows no other node: there is no cluster to leave.")
+            return 1
+        for member in self.others:
+            if not member.refresh(with_info=False):
+                out.warn(f"{member.name} is unreachable: {member.error}")
+        if not any(member.up for member in self.others):
+            out.error("None of the other nodes can be reached: the jobs of "
+                      f"{target.name} would have nowhere to go. Nothing was changed.")
+            return 1
+        self.explain()
+        if not self.confirm():
+            out.line("Aborted: nothing was changed.")
+            return 1
+        steps = 4 if self.parsed.shutdown else 3
+        out.title(f"Step 1/{steps}: CLUSTER LEAVING yes on {target.name}")
+        if not self.set_leaving():
+            return self.finish()
+        out.title(f"Step 2/{steps}: waiting for the jobs of {target.label} to drain")
+        drained = self.drain()
+        if drained is False:
+            return self.finish()
+        out.title(f"Step 3/{steps}: CLUSTER FORGET {target.id} on {len(self.others)} nodes")
+        self.forget()
+        if self.parsed.shutdown:
+            out.title(f"Step 4/{steps}: SHUTDOWN {target.label}")
+            self.shutdown()
+        return self.finish()
+
+    def explain(self) -> None:
+        target = self.target
+        jobs = target.number("registered_jobs")
+        queues = target.number("registered_queues")
+        up = sum(member.up for member in self.others)
+        lines = [
+            f"Node {target.id} at {target.label}",
+            f"holds {plural(jobs, 'job')} in {plural(queues, 'queue')}; the cluster has "
+            f"{plural(len(self.others), 'other node')} ({up} reachable).",
+            "",
+            "1. CLUSTER LEAVING yes: the node advertises itself as leaving. New jobs added",
+            "   there are replicated on other nodes only, GETJOB that would block gets a",
+            "   -LEAVING error, and HELLO shows it with priority 100 so that clients pick",
+            "   other nodes.",
+            "2. Wait until it holds no job (INFO registered_jobs: 0). Its queued jobs move",
+            "   only when consumers connected to OTHER nodes ask for jobs of those queues,",
+            "   and its other jobs go away when acknowledged: keep consumers running.",
+            f"3. CLUSTER FORGET {target.id[:ID_PREFIX] if target.id else '?'}... on every "
+            "other node.",
+        ]
+        if self.parsed.shutdown:
+            lines.append("4. SHUTDOWN the node.")
+        else:
+            lines.append("The node keeps running afterwards (--shutdown stops it).")
+        if self.parsed.timeout:
+            lines.append(f"If jobs remain after {self.parsed.timeout:g}s, stop before step 3.")
+        self.out.panel(f"Removing {target.label} from the cluster", lines)
+
+    def confirm(self) -> bool:
+        if self.parsed.yes:
+            return True
+        if not sys.stdin.isatty():
+            self.out.line("(standard input is not a terminal: going on without asking)")
+            return True
+        stream = self.out.messages
+        stream.write("Type 'yes' to go on: ")
+        stream.flush()
+        try:
+            answer = sys.stdin.readline()
+        except KeyboardInterrupt:
+            stream.write("\n")
+            return False
+        return answer.strip().lower() == "yes"
+
+    # ---- step 1 ----
+    def set_leaving(self) -> bool:
+        out, target = self.out, self.target
+        try:
+            reply = target.call("CLUSTER", "LEAVING", "yes")
+        except NodeDown as exc:
+            self.mine.fail(f"CLUSTER LEAVING failed: {exc}")
+            out.error(f"{target.name}: {exc}")
+            return False
+        if isinstance(reply, ErrorReply):
+            text = bytes(reply).decode(errors="replace")
+            self.mine.fail(f"CLUSTER LEAVING refused: {text}")
+            out.error(f"{target.name}: CLUSTER LEAVING yes: {text}")
+            return False
+        out.ok(f"{target.name} is now leaving.")
+        self.mine.ok("leaving")
+        # Informative: the others learn it through the cluster bus in a moment.
+        deadline = time.monotonic() + SEEN_LEAVING_WAIT
+        pending = [member for member in self.others if member.up]
+        while pending and time.monotonic() < deadline:
+            still = []
+            for member in pending:
+                try:
+                    seen = any(entry.id == target.id and "leaving" in entry.flags
+                               for entry in _view(member))
+                except NodeDown:
+                    continue
+                if not seen:
+                    still.append(member)
+            pending = still
+            if pending:
+                time.sleep(POLL)
+        seeing = sum(member.up for member in self.others) - len(pending)
+        if pending:
+            out.warn(f"{seeing} nodes see it as leaving; not yet: "
+                     f"{', '.join(member.label for member in pending)}")
+        else:
+            out.ok(f"All {seeing} reachable nodes see it as leaving.")
+        return True
+
+    # ---- step 2 ----
+    def drain(self) -> bool | None:
+        """True: drained; None: the node went away (go on with the others); False:
+        timed out (stop here, the node stays leaving)."""
+        out, target = self.out, self.target
+        remaining = self.poll_jobs()
+        if remaining is None:   # gone already: what it held when we asked first
+            return self.lost(target.number("registered_jobs"))
+        if remaining == 0:
+            out.ok(f"{target.label} holds no job.")
+            self.mine.ok("no job left")
+            return True
+        watcher = DrainWatch(remaining)
+        timeout = self.parsed.timeout or None
+        progress = ProgressView(out, watcher, target.label)
+        with progress:
+            while True:
+                time.sleep(POLL)
+                remaining = self.poll_jobs()
+                if remaining is None:
+                    break
+                watcher.update(remaining)
+                progress.update()
+                if remaining == 0:
+                    break
+                if watcher.stalled_for() >= STALL_AFTER and not watcher.explained:
+                    watcher.explained = True
+                    progress.note(self.stall_message(remaining, watcher.stalled_for()))
+                if timeout is not None and watcher.elapsed() >= timeout:
+                    break
+        if remaining is None:
+            return self.lost(watcher.remaining)
+        if remaining == 0:
+            out.ok(f"Drained: {plural(watcher.total, 'job')} left {target.label} in "
+                   f"{watcher.elapsed():.1f}s.")
+            self.mine.ok(f"drained {plural(watcher.total, 'job')}")
+            return True
+        out.error(f"{plural(remaining, 'job')} still on {target.label} after {timeout:g}s. "
+                  "It was not forgotten and stays in leaving state: start consumers on the "
+                  "other nodes and run this command again, or undo with "
+                  f"`disque -h {target.host} -p {target.port} cluster leaving no`.")
+        self.mine.fail(f"{plural(remaining, 'job')} left after {timeout:g}s")
+        return False
+
+    def poll_jobs(self) -> int | None:
+        """registered_jobs of the leaving node; None once it is gone (one retry)."""
+        for attempt in range(2):
+            try:
+                fields = flat_info(self.target.text("INFO", "jobs"))
+                return int(fields.get("registered_jobs", "0"))
+            except (NodeDown, ValueError) as exc:
+                self.target.error = str(exc)
+                if attempt == 0:
+                    time.sleep(0.5)
+        return None
+
+    def lost(self, remaining: int | None) -> None:
+        self.target_gone = True
+        jobs = f" with {plural(remaining, 'job')} still on it" if remaining else ""
+        self.out.error(f"{self.target.name} went away while draining{jobs}: "
+                       f"{self.target.error}.")
+        if remaining:
+            self.out.line("    Jobs with copies on other nodes are queued again by them after "
+                          "their retry time; jobs with a single copy are lost.")
+        self.out.line("    Going on: the other nodes still have to forget it.")
+        self.mine.fail(f"went away while draining: {self.target.error}")
+        return None
+
+    def stall_message(self, remaining: int, stalled: float) -> str:
+        queued = self.queued_jobs()
+        text = (f"No job has left {self.target.label} for {stalled:.0f}s. Jobs leave a leaving "
+                "node only when consumers connected to other nodes ask for them (GETJOB).")
+        if queued:
+            total = sum(queued.values())
+            top = sorted(queued.items(), key=lambda item: -item[1])[:5]
+            text += (" Queued here: " + ", ".join(f"{name} ({count})" for name, count in top)
+                     + (", ..." if len(queued) > 5 else "") + ".")
+            if remaining > total:
+                text += (f" {remaining - total} more are being processed or are copies of "
+                         "jobs queued elsewhere: they go when acknowledged.")
+        return text
+
+    def queued_jobs(self) -> dict[str, int]:
+        """Queue name -> QLEN on the leaving node (best effort, first 1000 queues)."""
+        queued: dict[str, int] = {}
+        try:
+            cursor = b"0"
+            for _ in range(10):
+                reply = self.target.call("QSCAN", cursor, "COUNT", 100)
+                if not isinstance(reply, list) or len(reply) != 2:
+                    break
+                cursor, names = reply
+                for name in names or []:
+                    length = self.target.call("QLEN", name)
+                    if isinstance(length, int) and length > 0:
+                        queued[bytes(name).decode(errors="replace")] = length
+                if cursor in (b"0", 0):
+                    break
+        except NodeDown:
+            pass
+        return queued
+
+    # ---- step 3 ----
+    def forget(self) -> None:
+        out, target = self.out, self.target
+        node_id = target.id or ""
+        if not self.target_gone:
+            # Nodes may have joined meanwhile: forget it there too.
+            try:
+                known = {member.id for member in self.others}
+                for entry in _view(target):
+                    if not entry.myself and not entry.handshake and entry.id not in known:
+                        member = Member(entry.host or target.host, entry.port,
+                                        self.parsed.password, node_id=entry.id)
+                        self.others.append(member)
+                        self.results.append(Result(member, "other"))
+            except NodeDown:
+                pass
+        for member in self.others:
+            result = self.result_of(member)
+            try:
+                reply = member.call("CLUSTER", "FORGET", node_id)
+                text = bytes(reply).decode(errors="replace") if isinstance(reply, bytes) else ""
+                if isinstance(reply, ErrorReply) and not text.startswith("ERR Unknown node"):
+                    raise NodeDown(f"CLUSTER FORGET: {text}")
+                if any(entry.id == node_id for entry in _view(member)):
+                    raise NodeDown("CLUSTER FORGET answered, yet the node is still listed")
+            except NodeDown as exc:
+                member.error = str(exc)
+                result.fail(f"could not forget it: {exc}")
+                out.error(f"{member.name}: {exc}")
+                continue
+            already = isinstance(reply, ErrorReply)
+            result.ok("had already forgotten it" if already else "forgot it")
+            out.ok(f"{member.name} {'had already forgotten' if already else 'forgot'} "
+                   f"{node_id[:ID_PREFIX]}.")
+        missed = [member for member in self.others if self.result_of(member).failed]
+        if missed:
+            out.warn(f"Run `CLUSTER FORGET {node_id}` on "
+                     f"{', '.join(member.label for member in missed)} as soon as possible: "
+                     "until then they may gossip it back to the others (after 60s).")
+
+    # ---- step 4 ----
+    def shutdown(self) -> None:
+        out, target = self.out, self.target
+        if self.target_gone:
+            out.warn(f"{target.label} is not running any more: nothing to shut down.")
+            return
+        try:
+            reply = target.call("SHUTDOWN")
+        except NodeDown as exc:
+            if str(exc) != "the node closed the connection":
+                self.mine.fail(f"SHUTDOWN failed: {exc}")
+                out.error(f"{target.name}: SHUTDOWN: {exc}")
+                return
+            reply = None
+        if isinstance(reply, ErrorReply):
+            text = bytes(reply).decode(errors="replace")
+            self.mine.fail(f"SHUTDOWN refused: {text}")
+            out.error(f"{target.name}: SHUTDOWN: {text}")
+            return
+        deadline = time.monotonic() + SHUTDOWN_WAIT
+        while _accepting(target) and time.monotonic() < deadline:
+            time.sleep(POLL)
+        if _accepting(target):
+            self.mine.fail("still accepting connections after SHUTDOWN")
+            out.error(f"{target.label} still accepts connections {SHUTDOWN_WAIT:g}s after "
+                      "SHUTDOWN.")
+        else:
+            self.mine.ok("shut down")
+            out.ok(f"{target.label} shut down.")
+
+    # ---- summary ----
+    def finish(self) -> int:
+        out, target = self.out, self.target
+        rows: list[dict[str, Any]] = []
+        for result in self.results:
+            member = result.member
+            rows.append({"id": member.id if out.mode is Mode.JSON
+                         else (member.id or "?")[:ID_PREFIX],
+                         "address": member.label, "role": result.role,
+                         "result": "; ".join(result.outcome) or "untouched",
+                         "ok": not result.failed,
+                         "error": member.error if result.failed else None})
+        out.table((Column("address", "Address"), Column("id", "ID"), Column("role", "Role"),
+                   Column("result", "Result")), rows, title="Summary")
+        failed = any(result.failed for result in self.results)
+        if not failed:
+            tail = "" if self.parsed.shutdown else (
+                f" It is still running, out of the cluster: stop it with "
+                f"`disque -h {target.host} -p {target.port} shutdown`.")
+            out.ok(f"{target.name} left the cluster.{tail}")
+            return 0
+        out.error(f"The removal of {target.name} did not complete: see above.")
+        return 1
+
+
+# ---- drain progress ---------------------------------------------------------------------
+
+class DrainWatch:
+    """Counts and rates while registered_jobs goes down."""
+
+    def __init__(self, remaining: int) -> None:
+        self.started = time.monotonic()
+        self.total = remaining
+        self.remaining = remaining
+        self.last_change = self.started
+        self.samples: deque[tuple[float, int]] = deque([(self.started, remaining)])
+        self.explained = False
+
+    def update(self, remaining: int) -> None:
+        now = time.monotonic()
+        if remaining != self.remaining:
+            self.last_change = now
+            self.explained = False
+        self.remaining = remaining
+        self.total = max(self.total, remaining)   # jobs may still arrive (replicas)
+        self.samples.append((now, remaining))
+        while len(self.samples) > 2 and now - self.samples[0][0] > RATE_WINDOW:
+            self.samples.popleft()
+
+    @property
+    def moved(self) -> int:
+        return self.total - self.remaining
+
+    def rate(self) -> float:
+        (t0, r0), (t1, r1) = self.samples[0], self.samples[-1]
+        return max(0.0, (r0 - r1) / (t1 - t0)) if t1 > t0 else 0.0
+
+    def eta(self) -> float | None:
+        rate = self.rate()
+        return self.remaining / rate if rate > 0 else None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def stalled_for(self) -> float:
+        return time.monotonic() - self.last_change
+
+
+class ProgressView:
+    """A rich progress bar on a terminal; otherwise a line when the count changes
+    (at most once a second)."""
+
+    def __init__(self, out: Output, watch: DrainWatch, address: str) -> None:
+        self.out = out
+        self.watch = watch
+        self.address = address
+        self.progress: Any = None
+        self.task: Any = None
+        self.last_line = 0.0
+        self.last_printed: int | None = None
+
+    def __enter__(self) -> ProgressView:
+        if self.out.live:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+            watch = self.watch
+            self.progress = Progress(
+                SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(30),
+                MofNCompleteColumn(), TextColumn("jobs moved", markup=False),
+                TextColumn("{task.fields[rate]}", markup=False),
+                TextColumn("{task.fields[eta]}", markup=False), TimeElapsedColumn(),
+                console=self.out.console)
+            self.progress.start()
+            self.task = self.progress.add_task(f"draining {self.address}", total=watch.total,
+                                               completed=0, rate="", eta="")
+        else:
+            self._plain(force=True)
+        return self
+
+    def update(self) -> None:
+        watch = self.watch
+        if self.progress is not None:
+            stalled = watch.stalled_for() >= STALL_AFTER
+            description = (f"waiting for consumers ({watch.stalled_for():.0f}s idle)"
+                           if stalled else f"draining {self.address}")
+            eta = watch.eta()
+            self.progress.update(self.task, total=watch.total, completed=watch.moved,
+                                 description=description, rate=f"{watch.rate():.1f} jobs/s",
+                                 eta=f"ETA {_duration(eta)}" if eta is not None else "ETA -")
+        else:
+            self._plain()
+
+    def note(self, text: str) -> None:
+        if self.progress is not None:
+            from rich.text import Text
+            self.progress.console.print(Text(text, style="yellow"))
+        else:
+            self.out.line(f"    {text}")
+
+    def _plain(self, force: bool = False) -> None:
+        watch = self.watch
+        now = time.monotonic()
+        changed = watch.remaining != self.last_printed
+        if not force and not (changed and (now - self.last_line >= PLAIN_EVERY
+                                           or watch.remaining == 0)):
+            return
+        eta = watch.eta()
+        self.out.line(f"    jobs left: {watch.remaining}/{watch.total}, moved {watch.moved}, "
+                      f"{watch.rate():.1f} jobs/s, ETA "
+                      f"{_duration(eta) if eta is not None else '-'}")
+        self.last_line = now
+        self.last_printed = watch.remaining
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.update()
+            self.progress.stop()
+        elif self.last_printed != self.watch.remaining:
+            self._plain(force=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _view(member: Member) -> list[ViewEntry]:
+    return parse_nodes(member.text("CLUSTER", "NODES"))
+
+
+def _accepting(member: Member) -> bool:
+    try:
+        socket.create_connection((member.host, member.port), timeout=1).close()
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,383 @@
+"""The man pages of the other programs: disque-server(1), disque-tui(1), disque.conf(5).
+
+    python -m disque_cli.gen_man_pages            write man/
+    python -m disque_cli.gen_man_pages --check    exit 1 if they are stale
+
+Defaults come from the server's directive table (disque_server.config.PARAMS),
+the dashboard's options from its argument parser and its keys from its help
+screen, so the pages follow the code; the prose is here. disque(1) is
+written by gen_man.py (through gen_completions). Read them with
+`man ./man/disque.conf.5`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from disque_cli.gen_man import DATE, esc
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = "disque-py"
+
+# ---- disque.conf(5) -------------------------------------------------------------------
+
+# (group, [(directive, value synopsis, description)]), in the order of the page.
+DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
+    ("Network", [
+        ("port", "port",
+         "TCP port for clients. The cluster bus listens on this port plus 10000, which must "
+         "be free and reachable by the other nodes too."),
+        ("bind", "address [address ...]",
+         "Listen on these addresses only. Without it the node listens on every interface, "
+         "or on the loopback interface only in protected mode (see protected-mode)."),
+        ("protected-mode", "yes|no",
+         "When neither bind nor requirepass is set, listen on the loopback interface only, "
+         "so that a node is never open to the network by accident."),
+        ("timeout", "seconds",
+         "Close the connection of a client idle for this many seconds; 0 never does. "
+         "Clients blocked in GETJOB and MONITOR clients are not closed."),
+        ("tcp-keepalive", "seconds",
+         "Accepted for compatibility with Disque configuration files; this implementation "
+         "does not use it (connections use the system's TCP keepalive settings)."),
+        ("maxclients", "number",
+         "Most clients connected at once; beyond it new connections get "
+         "\"ERR max number of clients reached\" and are closed."),
+    ]),
+    ("Process and logging", [
+        ("dir", "path",
+         "Working directory: the append only file and the cluster configuration file live "
+         "there. Created if missing."),
+        ("daemonize", "yes|no",
+         "Detach from the terminal and run in the background (use pidfile and logfile "
+         "with it)."),
+        ("pidfile", "path",
+         "Write the process ID to this file at startup; it is removed at shutdown."),
+        ("logfile", "path",
+         "Log to this file; empty: to standard output."),
+        ("loglevel", "debug|verbose|notice|warning",
+         "How much to log, from everything to warnings only."),
+        ("hz", "number",
+         "How many times per second background tasks run: job timers (retry, delay, TTL), "
+         "failure detection, client timeouts, expiring acknowledgements. Higher values are "
+         "more precise and use more CPU."),
+    ]),
+    ("Security and memory", [
+        ("requirepass", "password",
+         "Clients must send AUTH password before any other command. Nodes of a cluster "
+         "talk on the cluster bus, which is not protected by it."),
+        ("maxmemory", "bytes",
+         "Memory limit (units: b, k, kb, m, mb, g, gb). From 75% of it new jobs are "
+         "replicated on other nodes without a local copy; from 95% acknowledged jobs and "
+         "idle empty queues are evicted; at 100% commands that need memory, such as "
+         "ADDJOB, are refused with an -OOM error."),
+    ]),
+    ("Append only file", [
+        ("appendonly", "yes|no",
+         "Log every change of the job set to the append only file, and load it at "
+         "startup, so that jobs survive restarts and crashes. Queues are rebuilt from it "
+         "only after a controlled restart (see aof-enqueue-jobs-once)."),
+        ("appendfilename", "name",
+         "Name of the append only file, in dir."),
+        ("appendfsync", "always|everysec|no",
+         "When to fsync the file: after every write (safest, slowest), once a second "
+         "(the default), or when the operating system decides."),
+        ("aof-enqueue-jobs-once", "yes|no",
+         "At the next start, load the append only file even with appendonly no and queue "
+         "its jobs again, then switch this directive off (rewriting the configuration "
+         "file). Use it to restart a node without losing its queues."),
+        ("aof-load-truncated", "yes|no",
+         "If the append only file ends with an incomplete record (a crash while writing), "
+         "truncate the file after the last complete one, load it and log a warning; with no, "
+         "refuse to start (repair the file with disque-check-aof --fix)."),
+        ("auto-aof-rewrite-percentage", "percent",
+         "Rewrite the append only file in the background when it has grown by this "
+         "percentage since the last rewrite; 0 disables automatic rewrites."),
+        ("auto-aof-rewrite-min-size", "bytes",
+         "No automatic rewrite while the file is smaller than this."),
+    ]),
+    ("Cluster", [
+        ("cluster-config-file", "name",
+         "File, in dir, where the node saves its ID and the nodes it knows. Written by "
+         "the node: do not edit it. Each node needs its own."),
+        ("cluster-node-timeout", "milliseconds",
+         "A node that does not answer for this long is flagged PFAIL; when the majority "
+         "of the nodes agree it becomes FAIL. Lower values detect failures sooner."),
+    ]),
+    ("Queues", [
+        ("queue-max-idle-time", "seconds",
+         "An empty queue, with no client waiting on it and no state (such as PAUSE), is "
+         "forgotten after this many seconds without activity."),
+    ]),
+    ("Monitoring", [
+        ("slowlog-log-slower-than", "microseconds",
+         "Record in the slow log the commands that take longer than this; a negative "
+         "value disables the slow log, 0 records every command (SLOWLOG GET)."),
+        ("slowlog-max-len", "number",
+         "How many entries the slow log keeps."),
+        ("latency-monitor-threshold", "milliseconds",
+         "Record events (such as a late event loop) that take at least this long, for "
+         "LATENCY LATEST and LATENCY HISTORY; 0 disables the latency monitor."),
+    ]),
+]
+
+
+def _human_bytes(value: int) -> str:
+    for unit, scale in (("gb", 1024 ** 3), ("mb", 1024 ** 2), ("kb", 1024)):
+        if value and value % scale == 0:
+            return f"{value // scale}{unit}"
+    return str(value)
+
+
+def default_of(name: str) -> str:
+    from disque_server.config import PARAMS, format_value, parse_memory
+    param = PARAMS[name]
+    if name == "dir":
+        return "the current directory"
+    if param.parse is parse_memory:
+        return _human_bytes(param.default)
+    value = format_value(param.default)
+    return value if value != "" else "empty"
+
+
+def settable(name: str) -> bool:
+    from disque_server.config import PARAMS
+    return PARAMS[name].settable and PARAMS[name].visible
+
+
+def conf_page() -> str:
+    out = [
+        f'.TH DISQUE.CONF 5 "{DATE}" "{SOURCE}" "Disque manual"',
+        ".SH NAME",
+        "disque.conf \\- configuration file of the Disque server",
+        ".SH SYNOPSIS",
+        "\\fIdirective\\fR \\fIvalue\\fR ...",
+        ".SH DESCRIPTION",
+        "\\fBdisque\\-server\\fR(1) reads its configuration from the file named on its",
+        "command line. Each line holds one directive and its value; empty lines and lines",
+        "starting with \\fB#\\fR are ignored. Values may be quoted like shell words:",
+        "\\(dqdouble quotes\\(dq understand \\e\\fBn\\fR, \\e\\fBxHH\\fR and friends,",
+        "\\(aqsingle quotes\\(aq take the text as it is. Sizes accept the units",
+        "\\fBk\\fR (1000), \\fBkb\\fR (1024), \\fBm\\fR, \\fBmb\\fR, \\fBg\\fR and \\fBgb\\fR.",
+        "A directive given twice keeps its last value.",
+        ".PP",
+        "Every directive can also be given on the command line as",
+        "\\fB\\-\\-\\fR\\fIdirective value\\fR, after the file. Directives marked",
+        "\\fIruntime\\fR can be read with \\fBCONFIG GET\\fR and changed with",
+        "\\fBCONFIG SET\\fR on a running node; \\fBCONFIG REWRITE\\fR saves the current",
+        "values back into the file.",
+        ".SH DIRECTIVES",
+    ]
+    for group, entries in DIRECTIVES:
+        out.append(f".SS {esc(group)}")
+        for name, synopsis, text in entries:
+            words = " ".join(f"\\fI{esc(word)}\\fR" if word not in ("yes|no",) and "|" not in word
+                             else esc(word) for word in synopsis.split(" "))
+            note = f"Default: \\fB{esc(default_of(name))}\\fR"
+            note += "; runtime." if settable(name) else "."
+            out += [".TP", f"\\fB{esc(name)}\\fR {words}", esc(text), note]
+    out += [
+        ".SH EXAMPLE",
+        ".nf",
+        "# /etc/disque/7711.conf",
+        "port 7711",
+        "bind 10.0.0.1 127.0.0.1",
+        "dir /var/lib/disque/7711",
+        "logfile /var/log/disque/7711.log",
+        "daemonize yes",
+        "pidfile /run/disque/7711.pid",
+        "requirepass \"a long secret\"",
+        "maxmemory 2gb",
+        "appendonly yes",
+        "appendfsync everysec",
+        "cluster\\-node\\-timeout 5000",
+        ".fi",
+        ".SH FILES",
+        ".TP", "\\fIdir\\fR/\\fBnodes.conf\\fR",
+        "The cluster configuration file (cluster\\-config\\-file).",
+        ".TP", "\\fIdir\\fR/\\fBdisque.aof\\fR",
+        "The append only file (appendfilename).",
+        ".SH SEE ALSO",
+        "\\fBdisque\\-server\\fR(1), \\fBdisque\\fR(1), \\fBdisque\\-check\\-aof\\fR(1)",
+        "",
+    ]
+    return "\n".join(out)
+
+
+# ---- disque-server(1) -------------------------------------------------------------------
+
+def server_page() -> str:
+    out = [
+        f'.TH DISQUE\\-SERVER 1 "{DATE}" "{SOURCE}" "Disque manual"',
+        ".SH NAME",
+        "disque\\-server \\- the Disque distributed job queue server",
+        ".SH SYNOPSIS",
+        ".B disque\\-server",
+        "[\\fI/path/to/disque.conf\\fR] [\\fB\\-\\-\\fR\\fIdirective value\\fR ...]",
+        ".br",
+        ".B disque\\-server \\-",
+        "[\\fB\\-\\-\\fR\\fIdirective value\\fR ...]",
+        ".br",
+        ".B disque\\-server",
+        "\\fB\\-v\\fR | \\fB\\-\\-version\\fR | \\fB\\-h\\fR | \\fB\\-\\-help\\fR",
+        ".SH DESCRIPTION",
+        "\\fBdisque\\-server\\fR runs one node of Disque, an in\\-memory, distributed job",
+        "queue, speaking the Redis protocol on its client port (7711 by default) and a",
+        "cluster bus on the client port plus 10000. Producers add jobs with \\fBADDJOB\\fR,",
+        "which replicates them on several nodes before answering; consumers fetch them",
+        "with \\fBGETJOB\\fR and acknowledge them with \\fBACKJOB\\fR; a job not",
+        "acknowledged in time is queued again (at\\-least\\-once delivery).",
+        ".PP",
+        "A node starts alone. Nodes form a cluster with \\fBCLUSTER MEET\\fR \\fIip port\\fR",
+        "sent to any node (gossip completes the mesh) or with",
+        "\\fBdisque \\-\\-cluster create\\fR; \\fBdisque \\-\\-cluster leave\\fR removes a node",
+        "without losing its jobs.",
+        ".SH OPTIONS",
+        ".TP", "\\fI/path/to/disque.conf\\fR",
+        "Read the configuration from this file (see \\fBdisque.conf\\fR(5)). Without it",
+        "every directive has its default value.",
+        ".TP", "\\fB\\-\\fR",
+        "Read the configuration from standard input.",
+        ".TP", "\\fB\\-\\-\\fR\\fIdirective value\\fR ...",
+        "Any directive of \\fBdisque.conf\\fR(5), applied after the file, as if appended",
+        "to it: \\fB\\-\\-port 7777\\fR, \\fB\\-\\-bind 10.0.0.1 127.0.0.1\\fR.",
+        ".TP", "\\fB\\-v\\fR, \\fB\\-\\-version\\fR",
+        "Print the version and exit.",
+        ".TP", "\\fB\\-h\\fR, \\fB\\-\\-help\\fR",
+        "Print the usage and exit.",
+        ".SH SIGNALS",
+        ".TP", "\\fBSIGTERM\\fR, \\fBSIGINT\\fR",
+        "Shut down cleanly: stop accepting clients, flush the append only file, save the",
+        "cluster configuration. A second signal exits at once.",
+        ".SH EXIT STATUS",
+        "0 after a clean shutdown; 1 when the configuration is wrong, the port cannot be",
+        "bound or the append only file cannot be loaded (one line on standard error).",
+        ".SH EXAMPLES",
+    ]
+    for command, what in (
+            ("disque\\-server", "a node on port 7711 with the default configuration"),
+            ("disque\\-server /etc/disque/7711.conf", "a node configured by a file"),
+            ("disque\\-server \\-\\-port 7712 \\-\\-dir /var/lib/disque/7712",
+             "a second node on the same host"),
+            ("disque \\-p 7712 cluster meet 127.0.0.1 7711", "join it to the first one")):
+        out += [".PP", what + ":", ".RS", ".nf", command, ".fi", ".RE"]
+    out += [
+        ".SH FILES",
+        ".TP", "\\fBnodes.conf\\fR",
+        "In \\fBdir\\fR: the node ID and the nodes it knows (cluster\\-config\\-file).",
+        ".TP", "\\fBdisque.aof\\fR",
+        "In \\fBdir\\fR: the append only file, with \\fBappendonly yes\\fR.",
+        ".SH SEE ALSO",
+        "\\fBdisque.conf\\fR(5), \\fBdisque\\fR(1), \\fBdisque\\-tui\\fR(1),",
+        "\\fBdisque\\-check\\-aof\\fR(1)",
+        "",
+    ]
+    return "\n".join(out)
+
+
+# ---- disque-tui(1) --------------------------------------------------------------------
+
+TUI_DESCRIPTIONS = {
+    "help": "Print the usage and exit.",
+    "host": "A node of the cluster to start from (default 127.0.0.1). The dashboard "
+            "finds the other nodes through it.",
+    "port": "Its client port (default 7711).",
+    "password": "Password sent with AUTH to every node (default: the DISQUECLI_AUTH "
+                "environment variable).",
+    "interval": "Seconds between two polls of the cluster (default 1.0).",
+    "timeout": "Seconds after which a node that does not answer is shown down (default: "
+               "twice the interval, at least 1).",
+    "scan_count": "COUNT of each QSCAN page when listing queues (default 500).",
+}
+
+
+TUI_METAVARS = {"interval": "seconds", "timeout": "seconds", "scan_count": "count"}
+
+
+def tui_page() -> str:
+    from disque_tui.help_screen import KEYS
+    from disque_tui.main import build_parser
+
+    parser = build_parser()
+    out = [
+        f'.TH DISQUE\\-TUI 1 "{DATE}" "{SOURCE}" "Disque manual"',
+        ".SH NAME",
+        "disque\\-tui \\- live dashboard of a Disque cluster in the terminal",
+        ".SH SYNOPSIS",
+        ".B disque\\-tui",
+        "[\\fB\\-h\\fR \\fIhost\\fR] [\\fB\\-p\\fR \\fIport\\fR] [\\fB\\-a\\fR \\fIpassword\\fR]",
+        "[\\fB\\-\\-interval\\fR \\fIseconds\\fR] [\\fB\\-\\-timeout\\fR \\fIseconds\\fR]",
+        ".SH DESCRIPTION",
+        "\\fBdisque\\-tui\\fR shows a Disque cluster live: its nodes (status, priority,",
+        "flags, jobs, queues, clients, memory, operations per second, a trend of the jobs)",
+        "and its queues across all nodes (length on each node, blocked clients, pause",
+        "state, in, out and import rates), with details down to single jobs. It polls every node once per interval; a node that does not",
+        "answer is shown down and polled again. It refuses to start, with one line on",
+        "standard error and exit status 1, when no Disque node answers at",
+        "\\fIhost\\fR:\\fIport\\fR.",
+        ".PP",
+        "Like \\fBredis\\-cli\\fR(1), \\fB\\-h\\fR is the host; the help is \\fB\\-\\-help\\fR.",
+        ".SH OPTIONS",
+    ]
+    for action in parser._actions:
+        if not action.option_strings:
+            continue
+        flags = ", ".join(f"\\fB{esc(flag)}\\fR" for flag in action.option_strings)
+        if action.nargs != 0:
+            flags += f" \\fI{esc(TUI_METAVARS.get(action.dest, action.dest))}\\fR"
+        text = TUI_DESCRIPTIONS.get(action.dest) or (action.help or "").capitalize() + "."
+        out += [".TP", flags, esc(text)]
+    out.append(".SH KEYS")
+    for section, keys in KEYS:
+        out.append(f".SS {esc(section)}")
+        for key, what in keys:
+            out += [".TP", f"\\fB{esc(key)}\\fR", esc(what[:1].upper() + what[1:]) + "."]
+    out += [
+        ".SH ENVIRONMENT",
+        ".TP", "\\fBDISQUECLI_AUTH\\fR",
+        "Password used when \\fB\\-a\\fR is not given.",
+        ".SH EXAMPLES",
+        ".PP", ".nf", "disque\\-tui \\-p 7711", ".fi",
+        ".PP", ".nf", "disque\\-tui \\-h 10.0.0.1 \\-a \"$SECRET\" \\-\\-interval 0.5", ".fi",
+        ".SH SEE ALSO",
+        "\\fBdisque\\fR(1), \\fBdisque\\-server\\fR(1)",
+        "",
+    ]
+    return "\n".join(out)
+
+
+PAGES = {
+    "man/disque-server.1": server_page,
+    "man/disque-tui.1": tui_page,
+    "man/disque.conf.5": conf_page,
+}
+
+
+def generate(root: Path = ROOT, check: bool = False) -> list[str]:
+    """Write (or with check, compare) every page; return the stale ones."""
+    stale = []
+    for relative, make in PAGES.items():
+        content = make()
+        path = root / relative
+        current = path.read_text() if path.exists() else None
+        if current != content:
+            stale.append(relative)
+            if not check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(content)
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if pages are stale")
+    args = parser.parse_args(argv)
+    stale = generate(check=args.check)
+    for relative in stale:
+        print(f"{'stale' if args.check else 'wrote'}: {relative}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""man/disque-server.1, man/disque-tui.1, man/disque.conf.5: generated, fresh, readable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from disque_cli.gen_man_pages import DIRECTIVES, PAGES, generate
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.timeout(30)
+
+CONF_DIRECTIVES = """port bind dir logfile loglevel pidfile daemonize timeout tcp-keepalive
+maxclients maxmemory hz requirepass appendonly appendfilename appendfsync aof-enqueue-jobs-once
+aof-load-truncated auto-aof-rewrite-percentage auto-aof-rewrite-min-size cluster-config-file
+cluster-node-timeout protected-mode queue-max-idle-time slowlog-log-slower-than slowlog-max-len
+latency-monitor-threshold""".split()
+
+
+def test_pages_are_up_to_date() -> None:
+    assert generate(ROOT, check=True) == [], (
+        "run `python -m disque_cli.gen_man_pages` and commit the result")
+
+
+def test_every_directive_is_documented_and_real() -> None:
+    from disque_server.config import PARAMS
+    documented = [name for _group, entries in DIRECTIVES for name, _syntax, _text in entries]
+    assert sorted(documented) == sorted(CONF_DIRECTIVES)
+    assert all(name in PARAMS for name in documented)
+
+
+def render(page: str) -> str:
+    if shutil.which("man") is None:
+        pytest.skip("man is not installed")
+    result = subprocess.run(["man", "--warnings", "-E", "UTF-8", "-l", str(ROOT / page)],
+                            capture_output=True, text=True, timeout=20,
+                            env={**os.environ, "MANWIDTH": "80", "MAN_KEEP_FORMATTING": ""})
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "", f"{page}: {result.stderr}"
+    return result.stdout
+
+
+def test_pages_render_without_warnings() -> None:
+    for page in (*PAGES, "man/disque.1"):
+        render(page)
+
+
+def test_page_contents() -> None:
+    conf = render("man/disque.conf.5")
+    for name in CONF_DIRECTIVES:
+        assert f"\n       {name} " in conf, name
+    assert "Default: 7711" in conf and "Default: 1gb" in conf
+    tui = render("man/disque-tui.1")
+    for option in ("-h, --host host", "-p, --port port", "-a, --password password",
+                   "--interval seconds"):
+        assert option in tui
+    server = render("man/disque-server.1")
+    assert "disque.conf(5)" in server and "--directive value" in server
+    cli = render("man/disque.1")
+    assert "--cluster command" in cli and "--shutdown" in cli
