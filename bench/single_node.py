@@ -25,6 +25,7 @@ import ctypes
 import io
 import os
 import platform
+import random
 import re
 import shutil
 import signal
@@ -106,22 +107,22 @@ def _die_with_parent() -> None:
             libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port(bus: bool = False) -> int:
-    """A free TCP port on HOST; with bus=True, port + 10000 (Disque's cluster bus) is free too."""
-    for _ in range(200):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((HOST, 0))
-            port = int(s.getsockname()[1])
-        if not bus:
+    """A free TCP port on HOST below the ephemeral range (so outgoing connections
+    cannot take it); with bus=True, port + 10000 (the cluster bus) is free too."""
+    for _ in range(500):
+        port = random.randint(10000, 22700)
+        if _bindable(port) and (not bus or _bindable(port + BUS_OFFSET)):
             return port
-        if port + BUS_OFFSET > 65535:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((HOST, port + BUS_OFFSET))
-            except OSError:
-                continue
-        return port
     raise BenchError("could not find a free port pair (port, port + 10000)")
 
 
