@@ -1,0 +1,5 @@
+"""`python -m disque_tui`."""
+
+from disque_tui.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""`disque-tui [-h host] [-p port] [-a password] [--interval 1.0]`.
+
+Parses the command line (like redis-cli, `-h` is the host; `--help` is
+help), checks that a Disque node answers at host:port before any screen is
+drawn (one line on stderr and exit status 1 when not), then runs the app on
+a `PollerThread`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+from redis.retry import Retry
+
+PROG = "disque-tui"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, add_help=False,
+        description="Live dashboard of a Disque cluster: nodes, queues, jobs.")
+    parser.add_argument("--help", action="help", help="show this help and exit")
+    parser.add_argument("-h", "--host", default="127.0.0.1",
+                        help="a node of the cluster (default 127.0.0.1)")
+    parser.add_argument("-p", "--port", type=int, default=7711, help="its port (default 7711)")
+    parser.add_argument("-a", "--password", default=os.environ.get("DISQUECLI_AUTH"),
+                        help="password for AUTH (default $DISQUECLI_AUTH)")
+    parser.add_argument("--interval", type=positive_float, default=1.0,
+                        help="seconds between polls (default 1.0)")
+    parser.add_argument("--timeout", type=positive_float, default=None,
+                        help="seconds before a node is shown down (default 2 x interval, min 1)")
+    parser.add_argument("--scan-count", type=int, default=500,
+                        help="QSCAN COUNT per page (default 500)")
+    return parser
+
+
+def positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
+    return number
+
+
+def short_reason(exc: BaseException) -> str:
+    """redis-py's "Error 111 connecting to h:p. Connection refused." as "Connection refused"."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = re.sub(r"^Error -?\d+ (while )?connecting to \S+?\.? ", "", text)
+    return text.rstrip(".") or type(exc).__name__
+
+
+def probe(host: str, port: int, password: str | None, timeout: float) -> str | None:
+    """None when a Disque node answers HELLO at host:port, else why not (one line)."""
+    try:
+        with redis.Redis(host=host, port=port, password=password, protocol=2,
+                         socket_connect_timeout=timeout, socket_timeout=timeout,
+                         retry=Retry(NoBackoff(), 0)) as client:
+            reply = client.execute_command("HELLO")
+    except redis.exceptions.TimeoutError:
+        return f"no reply within {timeout:g}s (is it a Disque client port?)"
+    except RedisError as exc:
+        return short_reason(exc)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not isinstance(reply, list) or len(reply) < 2:
+        return "not a Disque node (unexpected HELLO reply)"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    timeout = args.timeout if args.timeout is not None else max(1.0, 2 * args.interval)
+    problem = probe(args.host, args.port, args.password, min(timeout, 5.0))
+    if problem is not None:
+        print(f"{PROG}: cannot connect to {args.host}:{args.port}: {problem}", file=sys.stderr)
+        return 1
+
+    from disque_tui.app import DisqueTUI
+    from disque_tui.poller import Poller, PollerThread
+
+    poller = Poller(args.host, args.port, args.password, interval=args.interval,
+                    timeout=timeout, scan_count=args.scan_count)
+    app = DisqueTUI(PollerThread(poller), seed=f"{args.host}:{args.port}")
+    try:
+        app.run()
+    except KeyboardInterrupt:
+        pass
+    return app.return_code or 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

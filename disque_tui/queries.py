@@ -1,0 +1,271 @@
+"""Every command disque-tui sends, and the parsers of their raw RESP2 replies.
+
+The poller talks to nodes only through the functions here, so the wire
+vocabulary of the dashboard reads in one place. Replies arrive raw (bytes,
+ints, nested lists: redis-py's response callbacks are switched off) and are
+turned into plain Python values by the `parse_*` functions, which are pure and
+tested without sockets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import redis.asyncio as aredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+# ---------------------------------------------------------------------------
+# Low level: connections and reply values
+# ---------------------------------------------------------------------------
+
+
+def connect(host: str, port: int, password: str | None, timeout: float) -> aredis.Redis:
+    """An asyncio client for one node: RESP2, raw replies, no retries.
+
+    Retrying is the poller's business (next cycle), so a dead node costs one
+    failed attempt per cycle and never a backoff loop inside redis-py. Reads
+    have no socket timeout of their own: the caller bounds each whole poll
+    with one `asyncio.timeout`, which spares redis-py arming a timer for each
+    of the thousand replies of a pipeline.
+    """
+    client = aredis.Redis(host=host, port=port, password=password, protocol=2,
+                          socket_connect_timeout=timeout, socket_timeout=None,
+                          retry=Retry(NoBackoff(), 0), max_connections=4)
+    client.response_callbacks.clear()  # raw replies: INFO as bytes, not a dict
+    return client
+
+
+def text(value: Any) -> str:
+    """A reply element as str (bulk strings arrive as bytes)."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def integer(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def parse_flat(reply: list | None) -> dict[str, Any]:
+    """A flat key/value array (QSTAT, SHOW) as a dict keyed by str."""
+    if not reply:
+        return {}
+    return {text(k): v for k, v in zip(reply[::2], reply[1::2], strict=False)}
+
+
+# ---------------------------------------------------------------------------
+# Reply parsers
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HelloEntry:
+    id: str
+    host: str
+    port: int
+    priority: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    myid: str
+    nodes: tuple[HelloEntry, ...]
+
+
+def parse_hello(reply: list) -> Hello:
+    """HELLO: `[version, myid, [id, ip, port, priority], ...]`."""
+    if not isinstance(reply, list) or len(reply) < 2:
+        raise ValueError(f"unexpected HELLO reply: {reply!r}")
+    nodes = tuple(HelloEntry(text(e[0]), text(e[1]), integer(e[2]), integer(e[3], 1))
+                  for e in reply[2:] if isinstance(e, list) and len(e) >= 4)
+    return Hello(text(reply[1]), nodes)
+
+
+def parse_info(reply: bytes | str) -> dict[str, str]:
+    """INFO text as `{field: value}`; section headers and blank lines skipped."""
+    fields: dict[str, str] = {}
+    for line in text(reply).splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key] = value.strip()
+    return fields
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterNodeLine:
+    id: str
+    address: str
+    flags: frozenset[str]
+    link: str
+
+
+def parse_cluster_nodes(reply: bytes | str) -> list[ClusterNodeLine]:
+    """CLUSTER NODES: one `id ip:port flags ping pong link` line per known node."""
+    lines = []
+    for line in text(reply).splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        flags = frozenset(f for f in fields[2].split(",") if f and f != "noflags")
+        lines.append(ClusterNodeLine(fields[0], fields[1], flags,
+                                     fields[5] if len(fields) > 5 else ""))
+    return lines
+
+
+class QueueStat(NamedTuple):
+    """QSTAT of one queue on one node (counters are cumulative). A NamedTuple:
+    a thousand of them are parsed per node per poll, and compared cheaply."""
+
+    name: str
+    length: int
+    age: int
+    idle: int
+    blocked: int
+    import_from: tuple[str, ...]
+    import_rate: int
+    jobs_in: int
+    jobs_out: int
+    pause: str
+
+
+# QSTAT's reply, key by key, as Disque 1.0-rc1 sends it: parsed by position
+# when it matches (the hot path), by key otherwise.
+QSTAT_KEYS = (b"name", b"len", b"age", b"idle", b"blocked", b"import-from", b"import-rate",
+              b"jobs-in", b"jobs-out", b"pause")
+
+
+def parse_qstat(reply: list | None) -> QueueStat | None:
+    """QSTAT: flat `name len age idle blocked import-from import-rate jobs-in jobs-out pause`;
+    None when the queue does not exist (any more) on that node."""
+    if not reply:
+        return None
+    if tuple(reply[0::2]) == QSTAT_KEYS:
+        (name, length, age, idle, blocked, imports, import_rate, jobs_in, jobs_out,
+         pause) = reply[1::2]
+        return QueueStat(name.decode("utf-8", "replace"), length, age, idle, blocked,
+                         tuple(i.decode() for i in imports) if imports else (), import_rate,
+                         jobs_in, jobs_out, pause.decode())
+    d = parse_flat(reply)
+    imports = d.get("import-from") or []
+    return QueueStat(
+        name=text(d.get("name")), length=integer(d.get("len")), age=integer(d.get("age")),
+        idle=integer(d.get("idle")), blocked=integer(d.get("blocked")),
+        import_from=tuple(text(i) for i in imports) if isinstance(imports, list) else (),
+        import_rate=integer(d.get("import-rate")), jobs_in=integer(d.get("jobs-in")),
+        jobs_out=integer(d.get("jobs-out")), pause=text(d.get("pause")) or "none")
+
+
+def parse_qpeek(reply: list | None) -> list[tuple[str, str, bytes]]:
+    """QPEEK: `[[queue, id, body], ...]` as (queue, id, body) tuples."""
+    return [(text(j[0]), text(j[1]), j[2] if isinstance(j[2], bytes) else text(j[2]).encode())
+            for j in reply or [] if isinstance(j, list) and len(j) >= 3]
+
+
+def parse_show(reply: list | None) -> dict[str, Any] | None:
+    """SHOW: the flat 30-element key/value array as a dict with str keys and
+    decoded values, except `body` (kept as bytes); None for an unknown job."""
+    if not reply:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in parse_flat(reply).items():
+        if key == "body":
+            out[key] = value
+        elif isinstance(value, list):
+            out[key] = [text(v) for v in value]
+        elif isinstance(value, bytes):
+            out[key] = text(value)
+        else:
+            out[key] = value
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Commands, as the poller sends them
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    """What one poll of one node returned."""
+
+    hello: Hello
+    info: dict[str, str]
+    cluster_nodes: list[ClusterNodeLine]
+    queues: dict[str, QueueStat]
+
+
+async def fetch_node(client: aredis.Redis, scan_count: int = 500,
+                     qstat_batch: int = 1000) -> NodeReport:
+    """One poll of one node: HELLO, INFO, CLUSTER NODES and the first QSCAN page
+    in one pipelined round trip, further QSCAN pages by COUNT, then QSTAT of
+    every queue pipelined in batches."""
+    pipe = client.pipeline(transaction=False)
+    pipe.execute_command("HELLO")
+    pipe.execute_command("INFO")
+    pipe.execute_command("CLUSTER", "NODES")
+    pipe.execute_command("QSCAN", 0, "COUNT", scan_count)
+    hello, info, nodes, scan = await pipe.execute()
+    names = dict.fromkeys(scan[1])  # ordered set: QSCAN may repeat names
+    cursor = scan[0]
+    while integer(cursor) != 0:
+        cursor, page = await client.execute_command("QSCAN", cursor, "COUNT", scan_count)
+        names.update(dict.fromkeys(page))
+    queues: dict[str, QueueStat] = {}
+    ordered = list(names)
+    for start in range(0, len(ordered), qstat_batch):
+        pipe = client.pipeline(transaction=False)
+        for name in ordered[start:start + qstat_batch]:
+            pipe.execute_command("QSTAT", name)
+        for reply in await pipe.execute(raise_on_error=False):
+            if isinstance(reply, list):
+                stat = parse_qstat(reply)
+                if stat is not None:
+                    queues[stat.name] = stat
+    return NodeReport(parse_hello(hello), parse_info(info), parse_cluster_nodes(nodes), queues)
+
+
+async def hello(client: aredis.Redis) -> Hello:
+    return parse_hello(await client.execute_command("HELLO"))
+
+
+async def qpeek_both_ends(client: aredis.Redis, queue: str, count: int
+                          ) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, str, bytes]]]:
+    """The `count` oldest and `count` newest jobs of a queue on one node."""
+    pipe = client.pipeline(transaction=False)
+    pipe.execute_command("QPEEK", queue, count)
+    pipe.execute_command("QPEEK", queue, -count)
+    oldest, newest = await pipe.execute()
+    return parse_qpeek(oldest), parse_qpeek(newest)
+
+
+async def show(client: aredis.Redis, job_id: str) -> dict[str, Any] | None:
+    return parse_show(await client.execute_command("SHOW", job_id))
+
+
+PAUSE_STATES = ("in", "out", "all", "none")
+
+
+async def pause(client: aredis.Redis, queue: str, state: str, bcast: bool = True) -> str:
+    """PAUSE queue in|out|all|none [BCAST]: the reply is the new state."""
+    if state not in PAUSE_STATES:
+        raise ValueError(f"bad pause state {state!r}")
+    args = ["PAUSE", queue, state] + (["BCAST"] if bcast else [])
+    return text(await client.execute_command(*args))
+
+
+async def pause_state(client: aredis.Redis, queue: str) -> str:
+    return text(await client.execute_command("PAUSE", queue, "STATE"))
+
+
+async def set_leaving(client: aredis.Redis, leaving: bool) -> str:
+    """CLUSTER LEAVING yes|no on the node itself."""
+    return text(await client.execute_command("CLUSTER", "LEAVING", "yes" if leaving else "no"))

@@ -1,0 +1,130 @@
+"""SVG snapshots of every screen, rendered from the FIXED snapshot of
+tui_fixtures (no cluster, times in UTC, no animations) at 100x30.
+
+After a deliberate change of the look: `pytest tests/tui --snapshot-update`,
+then review the SVGs under __snapshots__/ before committing them."""
+
+from __future__ import annotations
+
+import pytest
+from textual.pilot import Pilot
+from tui_fixtures import FixedSource
+
+from disque_tui.app import DisqueTUI
+from disque_tui.confirm import ConfirmScreen
+from disque_tui.job_detail import JobDetailScreen
+from disque_tui.queue_detail import QueueDetailScreen
+
+pytestmark = pytest.mark.timeout(30)
+
+SIZE = (100, 30)
+
+
+def fixed_app() -> DisqueTUI:
+    return DisqueTUI(FixedSource(), seed="127.0.0.1:7711")
+
+
+async def until(pilot: Pilot, predicate) -> None:
+    for _ in range(200):
+        if predicate():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("screen not ready")
+
+
+def test_nodes_screen(snap_compare) -> None:
+    """Nodes: a leaving node with drain progress (selected), a down node in red."""
+    async def select_leaving(pilot: Pilot) -> None:
+        await pilot.press("down", "down")
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=select_leaving)
+
+
+def test_nodes_screen_80x24(snap_compare) -> None:
+    assert snap_compare(fixed_app(), terminal_size=(80, 24))
+
+
+def test_queues_screen_sorted_by_length(snap_compare) -> None:
+    async def sort(pilot: Pilot) -> None:
+        await pilot.press("2")
+        pilot.app.queues_view.sort_by("total")
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=sort)
+
+
+def test_queues_screen_filtered(snap_compare) -> None:
+    assert snap_compare(fixed_app(), terminal_size=SIZE,
+                        press=["2", "slash", "r", "e", "enter"])
+
+
+def test_queue_detail(snap_compare) -> None:
+    async def open_queue(pilot: Pilot) -> None:
+        await pilot.press("2", "down", "enter")
+        await until(pilot, lambda: isinstance(pilot.app.screen, QueueDetailScreen)
+                    and pilot.app.screen.peeks)
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_queue)
+
+
+def test_job_detail(snap_compare) -> None:
+    async def open_job(pilot: Pilot) -> None:
+        await pilot.press("2", "down", "enter")
+        await until(pilot, lambda: isinstance(pilot.app.screen, QueueDetailScreen)
+                    and pilot.app.screen.peeks)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(pilot.app.screen, JobDetailScreen)
+                    and pilot.app.screen.shows)
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_job)
+
+
+def test_pause_dialog(snap_compare) -> None:
+    async def ask(pilot: Pilot) -> None:
+        await pilot.press("2", "p")
+        await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=ask)
+
+
+def test_help_screen(snap_compare) -> None:
+    assert snap_compare(fixed_app(), terminal_size=SIZE, press=["question_mark"])
+
+
+def test_actions_reach_the_source() -> None:
+    """Confirmed actions go to the source with the right arguments; cancelled ones don't."""
+    import asyncio
+
+    async def scenario() -> list[tuple]:
+        source = FixedSource()
+        app = DisqueTUI(source, seed="127.0.0.1:7711")
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("down", "down", "l")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("escape", "up", "l")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("y")
+            await pilot.press("2", "down", "p")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("i")
+            await until(pilot, lambda: len(source.actions) == 2)
+        return source.actions
+
+    from tui_fixtures import N2
+    assert asyncio.run(scenario()) == [("leaving", N2, True), ("pause", "jobs", "in", True)]
+
+
+def test_command_palette_offers_the_actions() -> None:
+    import asyncio
+
+    from textual.command import CommandPalette
+
+    async def scenario() -> list[tuple]:
+        source = FixedSource()
+        app = DisqueTUI(source, seed="127.0.0.1:7711")
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("ctrl+p")
+            await until(pilot, lambda: isinstance(app.screen, CommandPalette))
+            await pilot.press(*"Pause queue: reports")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("n")
+            await until(pilot, lambda: len(source.actions) == 1)
+        return source.actions
+
+    assert asyncio.run(scenario()) == [("pause", "reports", "none", True)]
