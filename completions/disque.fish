@@ -4,7 +4,7 @@
 function __fish_disque_command --description 'The disque command being typed'
     set -l tokens (commandline -opc)
     set -e tokens[1]
-    set -l with_value -h -p -a -u -r -i -d -D --pipe-timeout --cluster --timeout
+    set -l with_value -h -p -a -u --cacert --cert --key -r -i -d -D --pipe-timeout --cluster --timeout
     while set -q tokens[1]
         if contains -- $tokens[1] $with_value
             set -e tokens[1..2]
@@ -38,8 +38,13 @@ complete -c disque -f
 complete -c disque -s h -r -a '(__fish_print_hostnames)' -d 'Server hostname (default: 127.0.0.1)'
 complete -c disque -s p -r -d 'Server port (default: 7711)'
 complete -c disque -s a -r -d 'Password to use when connecting to the server'
-complete -c disque -s u -r -d 'Server URI: disque://[:password@]host[:port]'
+complete -c disque -s u -r -d 'Server URI: disque://[:password@]host[:port] (disques:// for TLS)'
 complete -c disque -l no-auth-warning -d 'Dont show the warning about passwords on the command line'
+complete -c disque -l tls -d 'Establish a secure TLS connection (the nodes tls-port)'
+complete -c disque -l cacert -r -d 'CA certificate file to verify the node with'
+complete -c disque -l cert -r -d 'Client certificate to authenticate with'
+complete -c disque -l key -r -d 'Private key file to authenticate with'
+complete -c disque -l insecure -d 'Allow insecure TLS connection by skipping certificate validation'
 complete -c disque -s r -r -d 'Execute the specified command N times (-1: forever)'
 complete -c disque -s i -r -d 'When -r is used, waits <interval> seconds per command'
 complete -c disque -s x -d 'Read the last argument from STDIN'

@@ -34,11 +34,29 @@ class BadURI(ValueError):
     pass
 
 
+@dataclass(frozen=True)
+class TLS:
+    """TLS settings, as redis-cli's --tls --cacert --cert --key --insecure."""
+
+    cacert: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    insecure: bool = False
+
+    def pool_kwargs(self) -> dict[str, object]:
+        return {"connection_class": redis.SSLConnection,
+                "ssl_ca_certs": self.cacert, "ssl_certfile": self.cert,
+                "ssl_keyfile": self.key,
+                "ssl_cert_reqs": "none" if self.insecure else "required",
+                "ssl_check_hostname": False}
+
+
 @dataclass
 class Endpoint:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     password: str | None = None
+    tls: TLS | None = None
 
     @property
     def label(self) -> str:
@@ -49,14 +67,15 @@ class Endpoint:
 def parse_uri(uri: str) -> Endpoint:
     """disque://[:password@]host[:port] (redis:// is accepted too)."""
     parts = urlsplit(uri)
-    if parts.scheme not in ("disque", "redis"):
+    if parts.scheme not in ("disque", "redis", "disques", "rediss"):
         raise BadURI(f"Invalid URI scheme '{parts.scheme}' (expected disque://)")
     try:
         port = parts.port or DEFAULT_PORT
     except ValueError as exc:
         raise BadURI(f"Invalid port in URI: {uri}") from exc
     password = unquote(parts.password) if parts.password else None
-    return Endpoint(parts.hostname or DEFAULT_HOST, port, password)
+    tls = TLS() if parts.scheme.endswith("s") else None
+    return Endpoint(parts.hostname or DEFAULT_HOST, port, password, tls)
 
 
 def _reason(exc: BaseException) -> str:
@@ -96,7 +115,8 @@ class Session:
             host=self.endpoint.host, port=self.endpoint.port, protocol=2,
             parser_class=TypedRESP2Parser, socket_timeout=None,
             socket_connect_timeout=self.connect_timeout, socket_keepalive=True,
-            retry=Retry(NoBackoff(), 0), driver_info=None)
+            retry=Retry(NoBackoff(), 0), driver_info=None,
+            **(self.endpoint.tls.pool_kwargs() if self.endpoint.tls else {}))
         try:
             client = redis.Redis(connection_pool=pool, single_connection_client=True)
         except (redis.RedisError, OSError) as exc:

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from disque_cli import __version__
-from disque_cli.connection import BadURI, Disconnected, Endpoint, Session, parse_uri
+from disque_cli.connection import TLS, BadURI, Disconnected, Endpoint, Session, parse_uri
 from disque_cli.options import EXAMPLES, OPTIONS, SECTIONS
 from disque_cli.render import Mode, RenderOptions
 from disque_cli.runner import Outcome, Runner
@@ -98,6 +98,9 @@ def parse(argv: Sequence[str], stdout_is_tty: bool) -> Config:
         endpoint.host = params["host"]
     if params["port"] is not None:
         endpoint.port = params["port"]
+    if params["tls"] or params["cacert"] or params["cert"] or params["insecure"]:
+        endpoint.tls = TLS(params["cacert"], params["cert"], params["key"],
+                           bool(params["insecure"]))
     if params["password"] is not None:
         endpoint.password = params["password"]
     elif endpoint.password is None and os.environ.get("DISQUECLI_AUTH"):

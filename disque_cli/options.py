@@ -42,9 +42,19 @@ OPTIONS: tuple[CliOption, ...] = (
               "Password to use when connecting to the server. You can also use the "
               "DISQUECLI_AUTH environment variable to pass this password more safely "
               "(if both are used, this argument takes precedence).", "password"),
-    CliOption(("-u",), "uri", "Server URI: disque://[:password@]host[:port].", "uri"),
+    CliOption(("-u",), "uri", "Server URI: disque://[:password@]host[:port] "
+              "(disques:// for TLS).", "uri"),
     CliOption(("--no-auth-warning",), "no_auth_warning",
               "Don't show the warning about passwords on the command line."),
+    CliOption(("--tls",), "tls", "Establish a secure TLS connection (the node's tls-port)."),
+    CliOption(("--cacert",), "cacert", "CA certificate file to verify the node with.",
+              "file", complete="file"),
+    CliOption(("--cert",), "cert", "Client certificate to authenticate with.", "file",
+              complete="file"),
+    CliOption(("--key",), "key", "Private key file to authenticate with.", "file",
+              complete="file"),
+    CliOption(("--insecure",), "insecure", "Allow insecure TLS connection by skipping "
+              "certificate validation."),
     # ---- commands ----
     CliOption(("-r",), "repeat", "Execute the specified command N times (-1: forever).",
               "repeat", kind=int, section="commands"),

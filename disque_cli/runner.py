@@ -151,7 +151,7 @@ class Runner:
             self.write(b"Invalid port\n")
             return Outcome.OK
         try:
-            self.session.switch(Endpoint(host, port))
+            self.session.switch(Endpoint(host, port, tls=self.session.endpoint.tls))
         except Disconnected as exc:
             self.warn(str(exc))
             return Outcome.NOT_CONNECTED

@@ -147,3 +147,17 @@ def test_requirepass_uses_the_password(start_node):
         c.execute_command("AUTH", "nope")
     with node.client(password="pw") as c:
         assert c.execute_command("PING") is True
+
+
+def test_disque_cli_connects_over_tls(start_node, certs):
+    import subprocess
+    import sys
+    tls_port = free_tls_port()
+    start_node(config=tls_config(certs, tls_port))
+    cli = [sys.executable, "-m", "disque_cli", "-p", str(tls_port)]
+    ok = subprocess.run([*cli, "--tls", "--cacert", certs["ca"], "ping"], capture_output=True,
+                        text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert ok.returncode == 0 and ok.stdout.strip() == "PONG", ok.stderr
+    plain = subprocess.run([*cli, "ping"], capture_output=True, text=True, timeout=30,
+                           stdin=subprocess.DEVNULL)
+    assert "PONG" not in plain.stdout
