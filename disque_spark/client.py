@@ -1,0 +1,176 @@
+"""Talking to Disque nodes from Spark tasks: seeds, HELLO, connections, JSCAN.
+
+Everything here is plain redis-py (RESP2, raw bytes replies) so it runs in
+any Python worker that can import ``redis``; nothing keeps a socket between
+calls unless the caller holds the returned client.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+DEFAULT_NODES = "127.0.0.1:7711"
+PRIORITY_FAILING = 10    # HELLO: 1 ok, 5 no link, 10 possibly failing, 100 leaving
+PRIORITY_LEAVING = 100
+
+# Field names of SHOW / JSCAN REPLY ALL, and the column each one becomes.
+JOB_FIELDS = {
+    b"id": "id", b"queue": "queue", b"state": "state", b"repl": "repl", b"ttl": "ttl",
+    b"ctime": "ctime", b"delay": "delay", b"retry": "retry", b"nacks": "nacks",
+    b"additional-deliveries": "additional_deliveries",
+    b"nodes-delivered": "nodes_delivered", b"nodes-confirmed": "nodes_confirmed",
+    b"next-requeue-within": "next_requeue_within",
+    b"next-awake-within": "next_awake_within", b"body": "body",
+}
+
+
+class DisqueError(RuntimeError):
+    """A failure the connector reports to Spark (and so to the user)."""
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node as HELLO describes it: lower priority is better, 100 is leaving."""
+
+    id: str
+    host: str
+    port: int
+    priority: int = 1
+
+    @property
+    def addr(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def parse_seeds(nodes: str | None) -> list[tuple[str, int]]:
+    """'h1:7711,h2:7712' -> [('h1', 7711), ('h2', 7712)]; a bare host means port 7711."""
+    seeds = []
+    for item in (nodes or DEFAULT_NODES).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep:
+            host, port = item, "7711"
+        host = host.strip("[]") or "127.0.0.1"
+        try:
+            seeds.append((host, int(port)))
+        except ValueError:
+            raise DisqueError(f"disque: bad node address {item!r} in option 'nodes' "
+                              "(expected host:port,host:port...)") from None
+    if not seeds:
+        raise DisqueError("disque: option 'nodes' lists no node")
+    return seeds
+
+
+def connect(host: str, port: int, password: str | None = None,
+            socket_timeout: float = 30.0) -> redis.Redis:
+    """A RESP2 client with raw (bytes) replies, authenticated if a password is given.
+
+    No automatic retry: redis-py would resend a pipeline of ADDJOBs after a
+    lost connection (duplicate jobs) and hide dead nodes behind backoffs; the
+    callers choose another node instead.
+    """
+    return redis.Redis(host=host, port=port, password=password or None, protocol=2,
+                       socket_timeout=socket_timeout, socket_connect_timeout=5.0,
+                       retry=Retry(NoBackoff(), 0))
+
+
+def parse_hello(reply: Any, seed_host: str) -> list[NodeInfo]:
+    """HELLO -> [1, myid, [id, ip, port, priority], ...] as NodeInfo's.
+
+    A node that never met another one does not know its own IP and reports
+    an empty one: the host we reached it on is used instead.
+    """
+    if not isinstance(reply, list) or len(reply) < 2 or reply[0] != 1:
+        raise DisqueError(f"disque: unexpected HELLO reply {reply!r}")
+    nodes = []
+    for entry in reply[2:]:
+        nid, ip, port, prio = (x.decode() if isinstance(x, bytes) else str(x) for x in entry[:4])
+        nodes.append(NodeInfo(nid, ip or seed_host, int(port), int(prio)))
+    return nodes
+
+
+def discover(seeds: list[tuple[str, int]], password: str | None = None) -> list[NodeInfo]:
+    """Every node of the cluster, from the first seed (random order) that answers HELLO."""
+    errors = []
+    for host, port in random.sample(seeds, len(seeds)):
+        try:
+            with connect(host, port, password, socket_timeout=10.0) as c:
+                return parse_hello(c.execute_command("HELLO"), host)
+        except (redis.RedisError, OSError) as exc:
+            errors.append(f"{host}:{port}: {exc}")
+    raise DisqueError("disque: no seed node answered HELLO (" + "; ".join(errors) + ")")
+
+
+def by_preference(nodes: list[NodeInfo]) -> list[NodeInfo]:
+    """Lowest HELLO priority first, ties in random order (spreads the load)."""
+    return sorted(nodes, key=lambda n: (n.priority, random.random()))
+
+
+def connect_best(seeds: list[tuple[str, int]], password: str | None = None,
+                 exclude: set[str] | frozenset[str] = frozenset(),
+                 socket_timeout: float = 30.0) -> tuple[redis.Redis, NodeInfo]:
+    """Connect to the best node HELLO offers (not one of `exclude`, ids or host:port).
+
+    Leaving nodes (priority 100) are used only when nothing else answers.
+    """
+    nodes = [n for n in by_preference(discover(seeds, password))
+             if n.id not in exclude and n.addr not in exclude]
+    errors = []
+    for node in nodes:
+        client = connect(node.host, node.port, password, socket_timeout)
+        try:
+            client.ping()
+            return client, node
+        except (redis.RedisError, OSError) as exc:
+            client.close()
+            errors.append(f"{node.addr}: {exc}")
+    detail = ("; ".join(errors)) if errors else "every known node was excluded"
+    raise DisqueError(f"disque: no node accepted a connection ({detail})")
+
+
+def job_from_pairs(flat: list[Any]) -> dict[str, Any]:
+    """A flat SHOW / JSCAN REPLY ALL array (30 elements) as a dict keyed by column name."""
+    job: dict[str, Any] = {}
+    for key, value in zip(flat[::2], flat[1::2], strict=True):
+        name = JOB_FIELDS.get(key)
+        if name is None:
+            continue
+        if isinstance(value, bytes) and name not in ("body",):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, list):
+            value = [v.decode() if isinstance(v, bytes) else str(v) for v in value]
+        job[name] = value
+    return job
+
+
+def jscan_jobs(client: redis.Redis, count: int = 1000, queue: str | None = None,
+               states: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Every job of one node (JSCAN ... REPLY all), each once, as column dicts."""
+    args: list[Any] = ["COUNT", count]
+    if queue is not None:
+        args += ["QUEUE", queue]
+    for state in states or ():
+        args += ["STATE", state]
+    args += ["REPLY", "all"]
+    seen: set[bytes] = set()
+    cursor = b"0"
+    while True:
+        reply = client.execute_command("JSCAN", cursor, *args)
+        cursor, items = reply[0], reply[1]
+        for flat in items:
+            jid = flat[1] if len(flat) > 1 else None
+            if jid in seen:     # JSCAN may return an element twice
+                continue
+            seen.add(jid)
+            yield job_from_pairs(flat)
+        if cursor in (b"0", 0, "0"):
+            return
