@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,9 @@ QUERY_BUFFER_LIMIT = 1024 * 1024 * 1024
 MAX_MULTIBULK = 1024 * 1024
 PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
 SCAN_PENDING_MAX = 1024 * 1024        # look for absurd lengths in requests this small
+_SUSPICIOUS_COUNT = re.compile(rb"\n\*\d{7}")   # a header of 1,000,000+ elements, maybe
 OUTPUT_HIGH_WATER = 64 * 1024 * 1024   # stop reading a client that does not read
+DEFERRED_LIMIT = 1024 * 1024           # input kept for a blocked client before we stop reading
 
 _client_ids = itertools.count(1)
 
@@ -111,6 +114,7 @@ class Client(asyncio.Protocol):
         self.pending: list[bytes] = []
         self.pending_len = 0
         self.pending_requests: list[list[bytes]] = []
+        self.pending_dropped = False      # the request in progress grew too big to copy
         self.out: list[bytes] = []
         self.proto: Protocol = RESP2
         self.transport: asyncio.Transport | None = None
@@ -121,6 +125,7 @@ class Client(asyncio.Protocol):
         self.authenticated = not server.config["requirepass"]
         self.blocked: Blocked | None = None
         self.deferred: list[bytes] = []
+        self.deferred_len = 0
         self.monitor = False
         self.closing = False
         self.reading_paused = False
@@ -172,6 +177,10 @@ class Client(asyncio.Protocol):
             return
         if self.blocked:
             self.deferred.append(data)
+            self.deferred_len += len(data)
+            if self.deferred_len > DEFERRED_LIMIT and self.transport and not self.reading_paused:
+                self.reading_paused = True     # TCP back-pressure until it is unblocked
+                self.transport.pause_reading()
             return
         self.feed(data)
         self.process_input()
@@ -185,12 +194,31 @@ class Client(asyncio.Protocol):
         if self.at_boundary and not multibulk_header_ok(data):
             self.protocol_error("invalid multibulk length")
             return
+        if _SUSPICIOUS_COUNT.search(data) and not self.pending_dropped:
+            # A huge array count inside the read: hiredis would allocate for it.
+            problem = oversized_header(data if self.at_boundary
+                                       else b"".join(self.pending) + data)
+            if problem:
+                self.protocol_error(problem)
+                return
         self.at_boundary = False
         self.reader.feed(data)
-        self.pending.append(data)
-        self.pending_len += len(data)
-        if self.pending_len > QUERY_BUFFER_LIMIT:
+        if self.reader.len() > QUERY_BUFFER_LIMIT:
             self.protocol_error("query buffer limit reached")
+            return
+        # Keep a copy of the request in progress only while it is small: it serves
+        # the inline recovery and the length checks, which both look at headers.
+        if not self.pending_dropped:
+            self.pending.append(data)
+            self.pending_len += len(data)
+            if self.pending_len > SCAN_PENDING_MAX:
+                self.forget_pending(dropped=True)
+
+    def forget_pending(self, dropped: bool = False) -> None:
+        self.pending.clear()
+        self.pending_len = 0
+        self.pending_requests.clear()
+        self.pending_dropped = dropped
 
     def process_input(self) -> None:
         while not self.blocked and not self.closing and self.transport is not None:
@@ -200,13 +228,13 @@ class Client(asyncio.Protocol):
                 continue
             try:
                 request = self.reader.gets()
-            except (hiredis.ProtocolError, MemoryError, ValueError) as exc:
+            except (hiredis.ProtocolError, MemoryError, ValueError, TypeError) as exc:
                 if not self.recover_inline(str(exc)):
                     self.protocol_error(str(exc).lower() or "invalid multibulk length")
                     return
                 continue
             if request is False:
-                if self.pending and self.pending_len <= SCAN_PENDING_MAX:
+                if self.pending:
                     problem = oversized_header(b"".join(self.pending))
                     if problem:
                         self.protocol_error(problem)
@@ -216,10 +244,8 @@ class Client(asyncio.Protocol):
                 return
             if not self.reader.has_data():
                 self.at_boundary = True
-                self.pending.clear()
-                self.pending_len = 0
-                self.pending_requests.clear()
-            else:
+                self.forget_pending()
+            elif not self.pending_dropped:
                 self.pending_requests.append(request)
             if request:
                 self.execute(request)
@@ -227,7 +253,7 @@ class Client(asyncio.Protocol):
     def recover_inline(self, error: str) -> bool:
         """An inline command right after multibulk ones in one read: hiredis cannot
         parse it, so restart from where the last request ended, as an inline line."""
-        if "reply type byte" not in error or not self.pending:
+        if "reply type byte" not in error or not self.pending or self.pending_dropped:
             return False
         done = sum(encoded_length(r) for r in self.pending_requests)
         rest = b"".join(self.pending)[done:]
@@ -235,33 +261,39 @@ class Client(asyncio.Protocol):
             return False
         self.reader = hiredis.Reader()
         self.at_boundary = True
-        self.pending.clear()
-        self.pending_len = 0
-        self.pending_requests.clear()
+        self.forget_pending()
         self.inline_buf = rest
         return True
 
     def process_inline(self) -> bool:
-        """Run one inline command from inline_buf; False when more input is needed."""
-        buf = self.inline_buf
-        if buf[:1] == b"*":               # back to multibulk requests
-            self.inline_buf = b""
-            self.feed(buf)
-            return True
-        nl = buf.find(b"\n")
-        if nl < 0:
-            if len(buf) > MAX_INLINE:
-                self.protocol_error("too big inline request")
-            return False
-        line, self.inline_buf = buf[:nl].rstrip(b"\r"), buf[nl + 1:]
+        """Run the complete inline commands of inline_buf (one pass, no re-slicing per
+        line); True when multibulk requests follow, False when more input is needed."""
+        buf, pos = self.inline_buf, 0
         try:
-            argv = [a.encode("latin-1") for a in split_args(line.decode("latin-1"))]
-        except ConfigError:
-            self.protocol_error("unbalanced quotes in request")
+            while not self.blocked and not self.closing:
+                if buf[pos:pos + 1] == b"*":           # back to multibulk requests
+                    self.inline_buf, rest = b"", buf[pos:]
+                    buf, pos = b"", 0
+                    self.feed(rest)
+                    return True
+                nl = buf.find(b"\n", pos)
+                if nl < 0:
+                    if len(buf) - pos > MAX_INLINE:
+                        self.protocol_error("too big inline request")
+                    return False
+                line = buf[pos:nl].rstrip(b"\r")
+                pos = nl + 1
+                try:
+                    argv = [a.encode("latin-1") for a in split_args(line.decode("latin-1"))]
+                except ConfigError:
+                    self.protocol_error("unbalanced quotes in request")
+                    return False
+                if argv:
+                    self.execute(argv)
             return False
-        if argv:
-            self.execute(argv)
-        return True
+        finally:
+            if buf:
+                self.inline_buf = buf[pos:]
 
     def protocol_error(self, reason: str) -> None:
         self.server.log.verbose("Protocol error from client %s: %s", self.addr, reason)
@@ -340,6 +372,10 @@ class Client(asyncio.Protocol):
         if self.closing or self.blocked:
             return
         deferred, self.deferred = self.deferred, []
+        self.deferred_len = 0
+        if self.reading_paused and self.transport is not None:
+            self.reading_paused = False
+            self.transport.resume_reading()
         for data in deferred:
             self.feed(data)
         self.process_input()

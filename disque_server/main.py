@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import resource
 import ssl
 import sys
 
@@ -124,12 +125,36 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     loop_name = install_event_loop()
     tune_gc()
+    adjust_open_files_limit(config, log)
     log.notice("Disque (Python %s, %s) starting, pid %d, port %d", sys.version.split()[0],
                loop_name, os.getpid(), config["port"])
     if not config.file:
         log.warning("No config file specified, using the default config. In order to "
                     "specify a config file use 'disque-server /path/to/disque.conf'")
     return asyncio.run(run(config, log))
+
+
+RESERVED_FDS = 32   # log, AOF, listeners, cluster links beyond the clients
+
+
+def adjust_open_files_limit(config: Config, log: Log) -> None:
+    """Make room for maxclients connections, or lower maxclients to what fits
+    (as Redis does): past the limit, accept() fails and clients get nothing."""
+    need = config["maxclients"] + RESERVED_FDS
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= need:
+        return
+    target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    except (ValueError, OSError):
+        pass
+    if soft < need:
+        config.values["maxclients"] = max(soft - RESERVED_FDS, 1)
+        log.warning("You requested maxclients of %d requiring at least %d max file descriptors; "
+                    "the open files limit is %d, so maxclients is now %d.", need - RESERVED_FDS,
+                    need, soft, config["maxclients"])
 
 
 def tune_gc() -> None:

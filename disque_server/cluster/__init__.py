@@ -15,6 +15,7 @@ lives in sibling modules, one per part of the README:
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import random
 from collections.abc import Callable
@@ -39,6 +40,27 @@ Handler = Callable[["Cluster", ClusterNode, BusLink, list[bytes]], None]
 
 def new_node_id() -> bytes:
     return os.urandom(20).hex().encode()
+
+
+# ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) --------
+_HEX_DIGITS = frozenset(b"0123456789abcdef")
+
+
+def valid_node_id(node_id: bytes) -> bool:
+    return len(node_id) == 40 and _HEX_DIGITS.issuperset(node_id)
+
+
+def valid_port(port: bytes) -> bool:
+    """A client port whose bus port (port + 10000) exists too."""
+    return port.isdigit() and len(port) <= 5 and 0 < int(port) <= 55535
+
+
+def valid_ip(ip: bytes) -> bool:
+    try:
+        ipaddress.ip_address(ip.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return True
 
 
 class Cluster:
@@ -72,15 +94,15 @@ class Cluster:
             if fields[:2] == [b"vars", b"leaving"] and len(fields) > 2:
                 self.leaving = fields[2] == b"yes"
                 continue
-            if len(fields) < 3 or len(fields[0]) != 40:
+            if len(fields) < 3 or not valid_node_id(fields[0]):
                 continue
             flags = fields[2].split(b",")
             if b"myself" in flags:
                 self.myself.id = fields[0]
                 continue
-            host, _, port = fields[1].decode(errors="replace").rpartition(":")
-            if host and port.isdigit():
-                node = ClusterNode(fields[0], host, int(port))
+            host, _, port = fields[1].rpartition(b":")
+            if valid_ip(host) and valid_port(port):
+                node = ClusterNode(fields[0], host.decode(), int(port))
                 node.last_seen = now_ms()
                 self.nodes[node.id] = node
         if not self.myself.id:
@@ -173,6 +195,9 @@ class Cluster:
         mtype, sender_id, sender_port, sender_flags = msg[0], msg[1], msg[2], msg[3]
         payload = msg[4:]
         self.messages_received += 1
+        if not valid_node_id(sender_id) or not valid_port(sender_port):
+            link.close()
+            return
         node = self.nodes.get(sender_id)
         if node is None:
             node = self.unknown_sender(link, mtype, sender_id, sender_port)
@@ -198,7 +223,7 @@ class Cluster:
     def unknown_sender(self, link: BusLink, mtype: bytes, sender_id: bytes,
                        sender_port: bytes) -> ClusterNode | None:
         """Only MEET (or the PONG answering our handshake) introduces a new node."""
-        if len(sender_id) != 40 or not sender_port.isdigit() or self.blacklisted(sender_id):
+        if self.blacklisted(sender_id) or not valid_ip(link.peer_ip.encode()):
             return None
         if mtype == b"PONG" and link.node is not None and HANDSHAKE in link.node.flags:
             node = link.node
@@ -263,11 +288,11 @@ class Cluster:
         now = now_ms()
         for i in range(0, len(payload) - 3, 4):
             node_id, ip, port, flags = payload[i:i + 4]
-            if node_id == self.myself.id or len(node_id) != 40 or not port.isdigit():
+            if node_id == self.myself.id or not valid_node_id(node_id) or not valid_port(port):
                 continue
             node = self.nodes.get(node_id)
             if node is None:
-                if self.blacklisted(node_id) or not ip:
+                if self.blacklisted(node_id) or not valid_ip(ip):
                     continue
                 node = ClusterNode(node_id, ip.decode(errors="replace"), int(port))
                 node.last_seen = now

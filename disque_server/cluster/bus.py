@@ -17,10 +17,15 @@ it reads from both its outbound links and the inbound connections peers
 opened, and answers PING with PONG on the connection the PING came on.
 
 With ``cluster-password`` (beyond Disque) every link starts with a mutual
-challenge: each side sends ``[CHALLENGE, nonce]`` and must answer the
-other's with ``[AUTH, HMAC-SHA256(password, nonce)]``. Until a peer has
-proven it knows the password, nothing it sends is processed (anything but
-CHALLENGE/AUTH closes the link) and nothing but our own proof is sent to it.
+challenge. Both sides send ``[CHALLENGE, nonce]`` at once. The accepting
+side proves first, ``[AUTH, HMAC(password, "A|" + connector nonce + "|" +
+acceptor nonce)]``; the connecting side checks it, then proves with role
+"C" and the nonces the other way round. Each proof binds the prover's role
+and both nonces (one of them its own, random), so a proof obtained from one
+link is worthless on another: a node cannot be used as an oracle by
+reflecting or relaying its own challenges. Until a peer has proven itself,
+nothing it sends is processed (anything but CHALLENGE/AUTH closes the link)
+and nothing but our own proof is sent to it.
 """
 
 from __future__ import annotations
@@ -41,8 +46,10 @@ MAX_MESSAGE_PARTS = 1_000_000
 BUS_BUFFER_LIMIT = 1024 * 1024 * 1024
 
 
-def auth_proof(password: str, nonce: bytes) -> bytes:
-    return hmac.new(password.encode(), nonce, hashlib.sha256).hexdigest().encode()
+def auth_proof(password: str, role: bytes, peer_nonce: bytes, own_nonce: bytes) -> bytes:
+    """The proof a node in ``role`` (b"A" accepting, b"C" connecting) sends."""
+    msg = role + b"|" + peer_nonce + b"|" + own_nonce
+    return hmac.new(password.encode(), msg, hashlib.sha256).hexdigest().encode()
 
 
 def encode_message(parts: list[bytes]) -> bytes:
@@ -64,8 +71,10 @@ class BusLink(asyncio.Protocol):
         self.closed = False
         self.password: str = cluster.server.config["cluster-password"]
         self.nonce = os.urandom(16).hex().encode()
+        self.role = b"C" if node is not None else b"A"
+        self.peer_nonce = b""
         self.peer_verified = not self.password    # the peer proved the password
-        self.proved = not self.password           # we answered the peer's challenge
+        self.proved = not self.password           # we sent our proof
         self.held: list[bytes] = []               # messages waiting for our proof
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -96,7 +105,7 @@ class BusLink(asyncio.Protocol):
         while not self.closed:
             try:
                 msg = self.reader.gets()
-            except (hiredis.ProtocolError, MemoryError, ValueError):
+            except (hiredis.ProtocolError, MemoryError, ValueError, TypeError):
                 self.cluster.server.log.verbose("Bus protocol error from %s: closing", self.peer_ip)
                 self.close()
                 return
@@ -123,16 +132,34 @@ class BusLink(asyncio.Protocol):
             self.close()
             return
         if kind == b"CHALLENGE":
-            self.transport.write(encode_message([b"AUTH", auth_proof(self.password, value)]))  # type: ignore[union-attr]
-            self.proved = True
-            held, self.held = self.held, []
-            for data in held:
-                self.transport.write(data)  # type: ignore[union-attr]
-        elif hmac.compare_digest(value, auth_proof(self.password, self.nonce)):
-            self.peer_verified = True
-        else:
+            if self.peer_nonce or len(value) != len(self.nonce):
+                self.close()              # one challenge per link, of our own size
+                return
+            self.peer_nonce = value
+            if self.role == b"A":         # the accepting side proves first
+                self.prove()
+            return
+        if not self.peer_nonce or self.peer_verified:
+            self.close()
+            return
+        peer_role = b"C" if self.role == b"A" else b"A"
+        expected = auth_proof(self.password, peer_role, self.nonce, self.peer_nonce)
+        if not hmac.compare_digest(value, expected):
             self.cluster.server.log.warning("Cluster bus: wrong password from %s", self.peer_ip)
             self.close()
+            return
+        self.peer_verified = True
+        if self.role == b"C":
+            self.prove()
+
+    def prove(self) -> None:
+        assert self.transport is not None
+        proof = auth_proof(self.password, self.role, self.peer_nonce, self.nonce)
+        self.transport.write(encode_message([b"AUTH", proof]))
+        self.proved = True
+        held, self.held = self.held, []
+        for data in held:
+            self.transport.write(data)
 
     def send(self, parts: list[bytes]) -> None:
         if self.cluster.server.aof.buf:

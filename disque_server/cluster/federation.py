@@ -108,8 +108,9 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             continue
         local = server.jobs.lookup(job.id)
         if local is not None:
-            if local.state == ACTIVE:
-                server.queues.enqueue_job(local)
+            if local.state != ACTIVE:
+                continue          # queued already, or acknowledged here (maybe a dummy ACK)
+            server.queues.enqueue_job(local)
             job = local
         else:
             if me not in job.nodes_delivered:

@@ -22,7 +22,6 @@ from disque_server.job import (
     ACTIVE,
     FLAG_BCAST_QUEUED,
     FLAG_BCAST_WILLQUEUE,
-    QUEUED,
     WAIT_REPL,
     Job,
 )
@@ -192,12 +191,13 @@ def on_enqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
     """A node without a copy asks us to queue a job we hold."""
     server = cluster.server
     job = server.jobs.lookup(payload[0])
-    if job is None or job.state == QUEUED:
-        return
+    if job is None or job.state != ACTIVE:
+        return        # unknown, queued already, or acknowledged: never revive an ACK
     q = server.queues.lookup(job.queue)
     if q is not None and q.flags & PAUSED_IN:
         return
-    delay = int(payload[1]) if len(payload) > 1 and payload[1].isdigit() else 0
+    delay = int(payload[1]) if len(payload) > 1 and payload[1].isdigit() \
+        and len(payload[1]) <= 10 else 0
     if delay and job.state == ACTIVE:
         job.qtime = job.ctime // 1_000_000 + delay * 1000
         server.jobs.update_awake(job)

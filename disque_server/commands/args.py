@@ -17,7 +17,7 @@ LLONG_MIN, LLONG_MAX = -(2**63), 2**63 - 1
 
 def parse_ll(arg: bytes) -> int | None:
     """A strict signed 64-bit integer (no spaces, no '+'), or None."""
-    if arg.isdigit() or (arg[:1] == b"-" and arg[1:].isdigit()):
+    if len(arg) <= 20 and (arg.isdigit() or (arg[:1] == b"-" and arg[1:].isdigit())):
         value = int(arg)
         if LLONG_MIN <= value <= LLONG_MAX:
             return value

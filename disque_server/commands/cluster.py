@@ -24,7 +24,7 @@ def cluster_command(c: Client, argv: list[bytes]) -> None:
 
 def cluster_meet(c: Client, argv: list[bytes]) -> None:
     ip, port_arg = argv[2].decode(errors="replace"), argv[3]
-    if not port_arg.isdigit() or not 0 < int(port_arg) < 65536:
+    if not port_arg.isdigit() or len(port_arg) > 5 or not 0 < int(port_arg) < 65536:
         c.reply_error(f"ERR Invalid TCP port specified: {port_arg.decode(errors='replace')}")
         return
     error = c.server.cluster.meet(ip, int(port_arg))

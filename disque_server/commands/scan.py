@@ -24,7 +24,7 @@ NOT_INTEGER = b"-ERR value is not an integer or out of range\r\n"
 
 
 def _parse_cursor(arg: bytes) -> int | None:
-    return int(arg) if arg.isdigit() and int(arg) < 2**64 else None
+    return int(arg) if arg.isdigit() and len(arg) <= 20 and int(arg) < 2**64 else None
 
 
 def qscan_command(c: Client, argv: list[bytes]) -> None:
