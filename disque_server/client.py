@@ -64,6 +64,8 @@ def oversized_header(buf: bytes) -> str | None:
         pos = end + 2
         for _ in range(int(count)):
             end = buf.find(b"\r\n", pos)
+            if buf[pos:pos + 1] == b"*":
+                return "expected '$', got '*'"     # requests never nest arrays
             if buf[pos:pos + 1] != b"$" or end < 0:
                 return None
             length = buf[pos + 1:end]

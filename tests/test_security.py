@@ -133,6 +133,16 @@ def test_cluster_over_a_tls_bus(start_cluster, certs):
     cluster = start_cluster(3, config=cfg)
     jid = cluster[1].call("ADDJOB", "q", "x", "5000", "REPLICATE", "3")
     assert all(n.call("SHOW", jid) for n in cluster)
+    # The bus really speaks TLS: a TLS handshake with our CA succeeds, plain text does not.
+    ctx = ssl.create_default_context(cafile=certs["ca"])
+    ctx.check_hostname = False
+    ctx.load_cert_chain(certs["cert"], certs["key"])
+    with socket.create_connection(("127.0.0.1", cluster[0].port + 10000), timeout=5) as raw:
+        with ctx.wrap_socket(raw) as tls_sock:
+            assert tls_sock.version() is not None
+    with socket.create_connection(("127.0.0.1", cluster[0].port + 10000), timeout=5) as plain:
+        plain.sendall(b"*4\r\n$4\r\nPING\r\n$40\r\n" + b"a" * 40 + b"\r\n$4\r\n7711\r\n$1\r\n-\r\n")
+        assert b"PONG" not in plain.recv(1000)
 
 
 def test_missing_tls_files_give_a_clear_error(start_node, tmp_path):

@@ -18,9 +18,11 @@ import asyncio
 import ipaddress
 import os
 import random
+import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from disque_server import tls
 from disque_server.clock import now_ms
 from disque_server.cluster import federation, gc, replication, requeue
 from disque_server.cluster.bus import BusLink
@@ -78,6 +80,8 @@ class Cluster:
         self.messages_sent = 0
         self.messages_received = 0
         self.bus_servers: list[asyncio.AbstractServer] = []
+        self.ssl_server: ssl.SSLContext | None = None     # tls-cluster
+        self.ssl_client: ssl.SSLContext | None = None
         self.replications: dict[bytes, replication.Replication] = {}
         self._last_ping_round = 0
 
@@ -128,10 +132,15 @@ class Cluster:
     # ---- the bus ---------------------------------------------------------------------
     async def start_bus(self, hosts: list[str | None]) -> None:
         loop = self.server.loop
+        config = self.server.config
+        if config["tls-cluster"]:
+            self.ssl_server = tls.server_context(config, for_bus=True)
+            self.ssl_client = tls.bus_client_context(config)
         for host in hosts:
             try:
                 srv = await loop.create_server(lambda: BusLink(self), host,
-                                               self.myself.port + 10000, reuse_address=True)
+                                               self.myself.port + 10000, reuse_address=True,
+                                               ssl=self.ssl_server)
             except OSError:
                 if host == "::1":
                     continue
@@ -156,9 +165,12 @@ class Cluster:
 
     async def _connect(self, node: ClusterNode) -> None:
         try:
+            bind = self.server.config["bind"].split()
+            local = (bind[0], 0) if bind and bind[0] not in ("0.0.0.0", "::", "*") else None
             _, link = await asyncio.wait_for(self.server.loop.create_connection(
-                lambda: BusLink(self, node), node.ip, node.bus_port), timeout=2)
-        except (TimeoutError, OSError):
+                lambda: BusLink(self, node), node.ip, node.bus_port,
+                ssl=self.ssl_client, local_addr=local), timeout=2)
+        except (TimeoutError, OSError, ssl.SSLError):
             return
         finally:
             node.connecting = False
@@ -323,6 +335,12 @@ class Cluster:
             if node.link is None:
                 if not node.connecting and now - node.connect_attempt >= min(1000, timeout // 2):
                     self.connect(node)
+            elif node.ping_sent and now - node.ping_sent > timeout // 2:
+                # No PONG for half the node timeout: the link may be dead while TCP
+                # still retries; drop it and connect again (as Disque's cron does).
+                node.link.close()
+                node.link = None
+                node.ping_sent = 0
             elif ping_round and HANDSHAKE not in node.flags:
                 if not node.ping_sent:
                     node.ping_sent = now
