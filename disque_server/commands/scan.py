@@ -23,8 +23,16 @@ INVALID_CURSOR = b"-ERR invalid cursor\r\n"
 NOT_INTEGER = b"-ERR value is not an integer or out of range\r\n"
 
 
-def _parse_cursor(arg: bytes) -> int | None:
-    return int(arg) if arg.isdigit() and len(arg) <= 20 and int(arg) < 2**64 else None
+def cursor_argument(c: Client, arg: bytes, cursor: int) -> int | None:
+    """An argument that is no option is the cursor, once: Disque's rule. On error
+    reply and return None."""
+    if cursor != -1:
+        c.reply(SYNTAX_ERROR)
+        return None
+    if not (arg.isdigit() and len(arg) <= 20 and int(arg) < 2**64):
+        c.reply(INVALID_CURSOR)
+        return None
+    return int(arg)
 
 
 def qscan_command(c: Client, argv: list[bytes]) -> None:
@@ -53,15 +61,10 @@ def qscan_command(c: Client, argv: list[bytes]) -> None:
             else:
                 importrate = value
             i += 1
-        elif cursor != -1:
-            c.reply(SYNTAX_ERROR)
-            return
         else:
-            parsed = _parse_cursor(argv[i])
-            if parsed is None:
-                c.reply(INVALID_CURSOR)
+            cursor = cursor_argument(c, argv[i], cursor)
+            if cursor is None:
                 return
-            cursor = parsed
         i += 1
 
     index = c.server.queues.scan_index
@@ -117,15 +120,10 @@ def jscan_command(c: Client, argv: list[bytes]) -> None:
                 return
             reply_all = kind == b"all"
             i += 1
-        elif cursor != -1:
-            c.reply(SYNTAX_ERROR)
-            return
         else:
-            parsed = _parse_cursor(argv[i])
-            if parsed is None:
-                c.reply(INVALID_CURSOR)
+            cursor = cursor_argument(c, argv[i], cursor)
+            if cursor is None:
                 return
-            cursor = parsed
         i += 1
 
     jobs = c.server.jobs
