@@ -324,7 +324,7 @@ class AOF:
                 while True:
                     try:
                         record = reader.gets()
-                    except hiredis.ProtocolError as exc:
+                    except (hiredis.ProtocolError, TypeError, ValueError, MemoryError) as exc:
                         raise AOFError(f"Bad file format reading the append only file {path} "
                                        f"at offset {offset}: {exc}. Use "
                                        f"'disque-check-aof --fix {path}' to repair it.") from None

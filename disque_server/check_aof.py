@@ -29,7 +29,7 @@ def check(path: str) -> tuple[int, int, str]:
     while True:
         try:
             record = reader.gets()
-        except hiredis.ProtocolError as exc:
+        except (hiredis.ProtocolError, TypeError, ValueError, MemoryError) as exc:
             return offset, records, f"bad format: {exc}"
         if record is False:
             break

@@ -210,3 +210,13 @@ def test_mass_kill_of_a_cluster_with_aof_still_delivers(start_cluster):
                 return got[0][1]
         return None
     assert wait_for(delivered, 20, message="the job delivered after the mass restart") == jid
+
+
+def test_aof_with_a_resp3_map_is_a_format_error_not_a_traceback(start_node):
+    node = start_node(config=AOF_ALWAYS)
+    node.kill()
+    aof_path(node).write_bytes(b"%1\r\n*0\r\n$1\r\nx\r\n")
+    with pytest.raises(AssertionError) as err:
+        node.start()
+    assert "Bad file format" in str(err.value) and "offset 0" in str(err.value)
+    assert "Traceback" not in str(err.value)
