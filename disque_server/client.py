@@ -375,7 +375,10 @@ class Client(asyncio.Protocol):
             return
         deferred, self.deferred = self.deferred, []
         self.deferred_len = 0
-        if self.reading_paused and self.transport is not None:
+        if (self.reading_paused and self.transport is not None
+                and self.transport.get_write_buffer_size() < OUTPUT_HIGH_WATER):
+            # Paused for the input kept while blocked; stay paused if the
+            # client still does not read its replies (resume_writing resumes).
             self.reading_paused = False
             self.transport.resume_reading()
         for data in deferred:
