@@ -255,11 +255,18 @@ SCRIPTS = {
 
 
 def generate(root: Path = ROOT, check: bool = False) -> list[str]:
-    """Write (or with check, compare) every generated file; return the stale ones."""
-    from disque_cli import gen_man
+    """Write (or with check, compare) every generated file, the completion
+    scripts and all the man pages; return the stale ones."""
+    from disque_cli import gen_man, gen_man_pages
 
     outputs = {**{path: make() for path, make in SCRIPTS.items()},
-               "man/disque.1": gen_man.man_page()}
+               "man/disque.1": gen_man.man_page(),
+               **{path: make() for path, make in gen_man_pages.PAGES.items()}}
+    return sync_files(outputs, root, check)
+
+
+def sync_files(outputs: dict[str, str], root: Path, check: bool) -> list[str]:
+    """Write each file whose content differs (unless check); return those paths."""
     stale = []
     for relative, content in outputs.items():
         path = root / relative

@@ -12,7 +12,6 @@ written by gen_man.py (through gen_completions). Read them with
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -355,28 +354,17 @@ PAGES = {
 
 
 def generate(root: Path = ROOT, check: bool = False) -> list[str]:
-    """Write (or with check, compare) every page; return the stale ones."""
-    stale = []
-    for relative, make in PAGES.items():
-        content = make()
-        path = root / relative
-        current = path.read_text() if path.exists() else None
-        if current != content:
-            stale.append(relative)
-            if not check:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(content)
-    return stale
+    """Write (or with check, compare) these pages; return the stale ones."""
+    from disque_cli.gen_completions import sync_files
+
+    return sync_files({path: make() for path, make in PAGES.items()}, root, check)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if pages are stale")
-    args = parser.parse_args(argv)
-    stale = generate(check=args.check)
-    for relative in stale:
-        print(f"{'stale' if args.check else 'wrote'}: {relative}")
-    return 1 if args.check and stale else 0
+    """Kept as an entry point: every generated file comes from gen_completions."""
+    from disque_cli import gen_completions
+
+    return gen_completions.main(argv)
 
 
 if __name__ == "__main__":
