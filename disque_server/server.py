@@ -103,11 +103,13 @@ class Server:
     async def start(self) -> None:
         self.load_data()
         hosts = self.bind_addresses()
+        # The bus first: once the client port answers, the whole node is up, so
+        # whoever waits for PING (scripts, tests, supervisors) may talk to the bus.
+        await self.cluster.start_bus(hosts)
         await self.listen(hosts, self.config["port"])
         if self.config["tls-port"]:
             await self.listen(hosts, self.config["tls-port"], tls.server_context(self.config))
             self.log.notice("Accepting TLS connections on port %d", self.config["tls-port"])
-        await self.cluster.start_bus(hosts)
         self.log.notice("Ready to accept connections on port %d (cluster bus on port %d)",
                         self.config["port"], self.config["port"] + 10000)
         self.schedule_cron()
