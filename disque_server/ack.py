@@ -4,6 +4,13 @@ On a lone node an acknowledged job is simply deleted. In a cluster the
 ACK is spread with SETACK to every node that may have a copy, and the job
 is deleted (DELJOB) once all of them confirmed with GOTACK; until then the
 GC is retried with a growing backoff.
+
+ACKJOB replies once the GC finished, when every owner that still has to
+confirm is reachable (waiting at most ACK_SYNC_MAX_MS): the ACK then lives
+on every owner before the client hears "done", so a node dying right after
+the reply cannot cause a second delivery, and a SHOW after ACKJOB finds the
+job gone, as with Disque. With an owner down the reply comes at once and
+the GC goes on in the background.
 """
 
 from __future__ import annotations
@@ -15,15 +22,29 @@ from disque_server.clock import now_ms
 from disque_server.job import ACKED, Job
 
 if TYPE_CHECKING:
+    from disque_server.client import Client
     from disque_server.server import Server
 
 GC_RETRY_MIN_MS = 1000
 GC_RETRY_MAX_MS = 60_000
+ACK_SYNC_MAX_MS = 100
+
+
+class AckWait:
+    """An ACKJOB reply held until the GC of its jobs finished."""
+
+    __slots__ = ("client", "pending", "reply")
+
+    def __init__(self, client: Client, pending: set[bytes], reply: bytes) -> None:
+        self.client = client
+        self.pending = pending
+        self.reply = reply
 
 
 class Acks:
     def __init__(self, server: Server) -> None:
         self.server = server
+        self.waits: dict[bytes, list[AckWait]] = {}   # job ID -> ACKJOB replies held for it
 
     def acknowledge_job(self, job: Job) -> None:
         """Move a job to the acked state (ACKJOB, SETACK)."""
@@ -50,3 +71,38 @@ class Acks:
     def next_gc_time(self, job: Job) -> int:
         delay = min(GC_RETRY_MIN_MS * (2 ** job.gc_retry), GC_RETRY_MAX_MS)
         return now_ms() + delay + random.randint(0, 500)
+
+    # ---- ACKJOB replies held until the GC is done ------------------------------------
+    def reply_after_gc(self, client: Client, jobs: list[Job], reply: bytes) -> None:
+        """Reply now, or once the GC of every job whose owners are all reachable is done."""
+        from disque_server.client import Blocked
+
+        cluster = self.server.cluster
+        pending = {job.id for job in jobs if cluster.gc_in_flight(job)}
+        if not pending:
+            client.reply(reply)
+            return
+        wait = AckWait(client, pending, reply)
+        for jid in pending:
+            self.waits.setdefault(jid, []).append(wait)
+        client.block(Blocked("ackjob", data=wait, on_timeout=lambda: client.reply(reply)),
+                     ACK_SYNC_MAX_MS)
+
+    def on_job_gone(self, jid: bytes) -> None:
+        """A job left this node: wake the ACKJOB replies that waited only for it."""
+        for wait in self.waits.pop(jid, ()):
+            wait.pending.discard(jid)
+            client = wait.client
+            if not wait.pending and client.blocked is not None and client.blocked.data is wait:
+                client.reply(wait.reply)
+                client.unblock()
+                client.flush()
+
+    def forget_wait(self, wait: AckWait) -> None:
+        """The client stopped waiting (timeout, disconnection)."""
+        for jid in wait.pending:
+            waits = self.waits.get(jid)
+            if waits is not None and wait in waits:
+                waits.remove(wait)
+                if not waits:
+                    del self.waits[jid]

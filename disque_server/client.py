@@ -366,6 +366,8 @@ class Client(asyncio.Protocol):
             blocked.timer.cancel()
         if blocked.kind == "getjob":
             self.server.queues.unblock_client(self, blocked.queues)
+        elif blocked.kind == "ackjob":
+            self.server.acks.forget_wait(blocked.data)
         if resume and (self.deferred or not self.at_boundary or self.inline_buf):
             self.server.loop.call_soon(self.resume)
 

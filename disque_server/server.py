@@ -335,6 +335,8 @@ class Server:
     # ---- hooks used by the job state machine -------------------------------------------
     def on_job_unregistered(self, job: Job) -> None:
         self.aof.deljob(job)
+        if self.acks.waits:
+            self.acks.on_job_gone(job.id)
 
     def on_job_changed(self, job: Job) -> None:
         """A job was created, imported or acknowledged: the AOF records it."""

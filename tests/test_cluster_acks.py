@@ -25,6 +25,19 @@ def test_ack_on_a_replica_removes_every_copy(cluster3):
     assert a.call("QLEN", "q") == 0
 
 
+def test_ackjob_replies_once_every_owner_has_the_ack(cluster3):
+    """ACKJOB waits for the SETACK/GOTACK round trip when every owner is reachable,
+    so the job is gone from the acking node by the client's next command."""
+    a, b, _ = cluster3
+    with b.client() as conn:
+        for _ in range(10):
+            jid = a.call("ADDJOB", "q", "body", "5000", "REPLICATE", "3")
+            pipe = conn.pipeline(transaction=False)   # SHOW arrives with the ACKJOB
+            pipe.execute_command("ACKJOB", jid)
+            pipe.execute_command("SHOW", jid)
+            assert pipe.execute() == [1, None]
+
+
 def test_ack_to_a_non_owner_reaches_the_owners(start_cluster):
     cluster = start_cluster(4)
     a, b, c, d = cluster

@@ -480,6 +480,9 @@ class Cluster:
     def start_gc(self, job: Job) -> bool:
         return gc.start_gc(self, job)
 
+    def gc_in_flight(self, job: Job) -> bool:
+        return gc.in_flight(self, job)
+
     def send_deljob(self, job: Job) -> None:
         gc.send_deljob(self, job)
 

@@ -47,6 +47,14 @@ def start_gc(cluster: Cluster, job: Job) -> bool:
     return False
 
 
+def in_flight(cluster: Cluster, job: Job) -> bool:
+    """A GC attempt is out and every owner still to confirm can answer it soon."""
+    if cluster.server.jobs.lookup(job.id) is not job or job.state != ACKED or is_dummy(job):
+        return False
+    reachable = {n.id for n in cluster.reachable_nodes()}
+    return all(n in reachable for n in job.nodes_delivered if n not in job.nodes_confirmed)
+
+
 def send_deljob(cluster: Cluster, job: Job) -> None:
     me = cluster.myself.id
     cluster.send_to_ids([n for n in job.nodes_delivered if n != me], b"DELJOB", [job.id])

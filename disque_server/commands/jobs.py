@@ -28,6 +28,7 @@ def ackjob_command(c: Client, argv: list[bytes]) -> None:
     server = c.server
     cluster = server.cluster
     known = 0
+    collecting: list[Job] = []
     for jid in argv[1:]:
         job = server.jobs.lookup(jid)
         if job is None and cluster.size > 1 and not cluster.leaving and is_at_least_once_id(jid):
@@ -37,7 +38,11 @@ def ackjob_command(c: Client, argv: list[bytes]) -> None:
             known += 1
         if job is not None:
             server.acks.try_gc(job)
-    c.reply(integer(known))
+            collecting.append(job)
+    if cluster.size > 1:
+        server.acks.reply_after_gc(c, collecting, integer(known))
+    else:
+        c.reply(integer(known))
 
 
 def create_dummy_ack(c: Client, jid: bytes) -> Job:
