@@ -368,6 +368,8 @@ class Client(asyncio.Protocol):
             self.server.queues.unblock_client(self, blocked.queues)
         elif blocked.kind == "ackjob":
             self.server.acks.forget_wait(blocked.data)
+        elif blocked.kind == "refill":
+            blocked.data.waiters.pop(self, None)
         if resume and (self.deferred or not self.at_boundary or self.inline_buf):
             self.server.loop.call_soon(self.resume)
 
@@ -399,9 +401,9 @@ class Client(asyncio.Protocol):
         blocked = self.blocked
         assert blocked is not None
         job = self.server.queues.fetch_job(q)
-        if job is not None:
-            reply_jobs(self, [job], blocked.withcounters)
         self.unblock()
+        if job is not None:
+            reply_jobs(self, [job], blocked.withcounters)   # may hold us for a refill
         self.flush()
 
     def info_line(self) -> str:

@@ -37,6 +37,24 @@ def test_federation_moves_retry_zero_jobs_without_loss(cluster3):
     assert got == ids
 
 
+def test_consumer_that_drains_a_queue_sees_the_refill_it_caused(cluster3):
+    """As in the cluster recording: each GETJOB that empties an importing queue
+    asks for more, and the same client's next command runs once it came."""
+    a, b, _ = cluster3
+    for queue in ("refill1", "refill2", "refill3"):
+        for i in range(3):
+            b.call("ADDJOB", queue, f"j{i}", "0", "REPLICATE", "1")
+        with a.client() as conn:
+            pipe = conn.pipeline(transaction=False)    # one write: no time for the bus
+            pipe.execute_command("GETJOB", "TIMEOUT", "5000", "FROM", queue)
+            pipe.execute_command("GETJOB", "TIMEOUT", "5000", "COUNT", "5", "FROM", queue)
+            pipe.execute_command("QLEN", queue)
+            first, second, qlen = pipe.execute()
+        assert [j[2] for j in first] == [b"j0"]
+        assert [j[2] for j in second] == [b"j1"]    # j2 is asked for only when j1 leaves
+        assert qlen == 1
+
+
 def test_qstat_reports_import(cluster3):
     a, b, _ = cluster3
     b_id = b.call("CLUSTER", "MYID")

@@ -83,6 +83,7 @@ class Cluster:
         self.ssl_server: ssl.SSLContext | None = None     # tls-cluster
         self.ssl_client: ssl.SSLContext | None = None
         self.replications: dict[bytes, replication.Replication] = {}
+        self.refills: dict[bytes, federation.Refill] = {}   # queue -> refill asked on drain
         self._last_ping_round = 0
 
     # ---- nodes.conf -------------------------------------------------------------
@@ -194,9 +195,13 @@ class Cluster:
 
     def send_to_ids(self, ids: object, mtype: bytes, payload: list[bytes]) -> None:
         for node_id in ids:  # type: ignore[attr-defined]
-            node = self.nodes.get(node_id)
-            if node is not None and node is not self.myself:
-                self.send(node, mtype, payload)
+            self.send_to_id(node_id, mtype, payload)
+
+    def send_to_id(self, node_id: bytes, mtype: bytes, payload: list[bytes]) -> bool:
+        node = self.nodes.get(node_id)
+        if node is None or node is self.myself:
+            return False
+        return self.send(node, mtype, payload)
 
     def broadcast(self, mtype: bytes, payload: list[bytes]) -> None:
         for node in self.reachable_nodes():
@@ -494,6 +499,9 @@ class Cluster:
 
     def need_jobs(self, queue: bytes) -> None:
         federation.need_jobs(self, queue)
+
+    def hold_for_refill(self, client: Client, queue: bytes) -> None:
+        federation.hold_for_refill(self, client, queue)
 
 
 # ---- message handlers: membership --------------------------------------------------------

@@ -9,18 +9,28 @@ with some of them (all it was asked for only if it has twice as many, else
 half, at least one), unless the queue is paused in output or it is itself
 importing. Moved jobs stay owned by the sender (active, re-queued at its
 retry time if never acknowledged), except RETRY 0 jobs, which move.
+
+Every NEEDJOBS gets an answer: a node with nothing to give sends YOURJOBS
+with just the queue name. So a node knows when the refill it asked for
+after a GETJOB drained a queue is complete, and holds that client's next
+command until then (at most REFILL_WAIT_MAX_MS): the consumer that emptied
+the queue sees the refill it caused, as it does with the C node, whose
+bus round trip beats a client's, and its next GETJOB finds the jobs
+instead of blocking for them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from disque_server.client import Blocked
 from disque_server.clock import now_ms, time_error_ms
 from disque_server.cluster.serialize import FIELDS, job_from_fields, job_to_fields
 from disque_server.job import ACTIVE, FLAG_BCAST_WILLQUEUE
 from disque_server.queue import PAUSED_IN, PAUSED_OUT, Queue
 
 if TYPE_CHECKING:
+    from disque_server.client import Client
     from disque_server.cluster import Cluster
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
@@ -28,6 +38,18 @@ if TYPE_CHECKING:
 BCAST_MIN_MS, BCAST_MAX_MS = 2000, 30_000
 ADHOC_MIN_MS, ADHOC_MAX_MS = 25, 2000
 MIN_REQUEST, MAX_REQUEST = 5, 100
+REFILL_WAIT_MAX_MS = 10
+
+
+class Refill:
+    """NEEDJOBS sent when a queue drained, until every asked node answered."""
+
+    __slots__ = ("pending", "deadline", "waiters")
+
+    def __init__(self, pending: set[bytes], deadline: int) -> None:
+        self.pending = pending                       # node IDs yet to answer
+        self.deadline = deadline
+        self.waiters: dict[Client, None] = {}        # clients held until it is done
 
 
 def need_jobs(cluster: Cluster, name: bytes, reached_zero: bool = False) -> None:
@@ -53,7 +75,10 @@ def need_jobs(cluster: Cluster, name: bytes, reached_zero: bool = False) -> None
     if responders and (reached_zero or now - q.needjobs_adhoc_time > adhoc_delay):
         q.needjobs_adhoc_time = now
         q.needjobs_adhoc_attempt += 1
-        cluster.send_to_ids(responders, b"NEEDJOBS", [name, b"%d" % to_fetch])
+        asked = {node_id for node_id in responders
+                 if cluster.send_to_id(node_id, b"NEEDJOBS", [name, b"%d" % to_fetch])}
+        if reached_zero and asked:
+            cluster.refills[name] = Refill(asked, now + REFILL_WAIT_MAX_MS)
 
 
 def on_queue_drained(cluster: Cluster, q: Queue) -> None:
@@ -61,8 +86,40 @@ def on_queue_drained(cluster: Cluster, q: Queue) -> None:
     need_jobs(cluster, q.name, reached_zero=True)
 
 
+def hold_for_refill(cluster: Cluster, client: Client, queue: bytes) -> None:
+    """The client just drained this queue: run its next command after the refill."""
+    refill = cluster.refills.get(queue)
+    if refill is None or client.blocked is not None:
+        return
+    left = refill.deadline - now_ms()
+    if left <= 0:
+        return
+    refill.waiters[client] = None
+    client.block(Blocked("refill", data=refill, on_timeout=lambda: None), left)
+
+
+def refill_answered(cluster: Cluster, queue: bytes, node_id: bytes) -> None:
+    refill = cluster.refills.get(queue)
+    if refill is None:
+        return
+    refill.pending.discard(node_id)
+    if not refill.pending:
+        del cluster.refills[queue]
+        release_refill_waiters(refill)
+
+
+def release_refill_waiters(refill: Refill) -> None:
+    for client in list(refill.waiters):
+        if client.blocked is not None and client.blocked.data is refill:
+            client.unblock()
+
+
 def cron(cluster: Cluster, now: int) -> None:
     """Keep asking for the queues with clients waiting (backoffs apply)."""
+    for name, refill in list(cluster.refills.items()):
+        if now > refill.deadline:
+            del cluster.refills[name]     # an asked node died or is slow: stop waiting
+            release_refill_waiters(refill)
     for q in list(cluster.server.queues.with_clients):
         if q.clients and not q.jobs:
             need_jobs(cluster, q.name)
@@ -75,6 +132,7 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
     q = server.queues.lookup(payload[0])
     count = int(payload[1])
     if q is None or not q.jobs or q.flags & PAUSED_OUT or q.import_rate > 0:
+        cluster.send(sender, b"YOURJOBS", [payload[0]])    # nothing for you
         return
     qlen = len(q.jobs)
     give = count if qlen >= count * 2 else qlen // 2
@@ -100,8 +158,12 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
 
 def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     server = cluster.server
+    if len(payload) == 1:
+        refill_answered(cluster, payload[0], sender.id)    # no jobs to give
+        return
     now = now_ms()
     me = cluster.myself.id
+    queues: set[bytes] = set()
     for i in range(0, len(payload) - FIELDS + 1, FIELDS):
         job = job_from_fields(payload[i:i + FIELDS], ACTIVE)
         if job is None:
@@ -128,6 +190,9 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             q.needjobs_bcast_attempt = 0     # a new source: broadcast sooner next time
         q.needjobs_responders[sender.id] = now
         q.needjobs_adhoc_attempt = 0
+        queues.add(q.name)
+    for name in queues:
+        refill_answered(cluster, name, sender.id)
 
 
 def on_pause(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:

@@ -33,6 +33,10 @@ def reply_jobs(c: Client, jobs: list[Job], withcounters: bool) -> None:
         else:
             out.append(b"*3\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n" % (
                 len(q), q, job.id, len(body), body))
+    cluster = c.server.cluster
+    if cluster.refills:    # this GETJOB drained a queue that imports jobs
+        for name in dict.fromkeys(job.queue for job in jobs):
+            cluster.hold_for_refill(c, name)
 
 
 def getjob_command(c: Client, argv: list[bytes]) -> None:
