@@ -22,6 +22,7 @@ from redis.retry import Retry
 
 from disque_cli import DEFAULT_HOST, DEFAULT_PORT
 from disque_cli.replies import ErrorReply, Reply, TypedRESP2Parser
+from disque_common.tls import TLS, handshake_failure
 
 Arg = str | bytes | int | float
 
@@ -32,23 +33,6 @@ class Disconnected(Exception):
 
 class BadURI(ValueError):
     pass
-
-
-@dataclass(frozen=True)
-class TLS:
-    """TLS settings, as redis-cli's --tls --cacert --cert --key --insecure."""
-
-    cacert: str | None = None
-    cert: str | None = None
-    key: str | None = None
-    insecure: bool = False
-
-    def pool_kwargs(self) -> dict[str, object]:
-        return {"connection_class": redis.SSLConnection,
-                "ssl_ca_certs": self.cacert, "ssl_certfile": self.cert,
-                "ssl_keyfile": self.key,
-                "ssl_cert_reqs": "none" if self.insecure else "required",
-                "ssl_check_hostname": False}
 
 
 @dataclass
@@ -80,6 +64,9 @@ def parse_uri(uri: str) -> Endpoint:
 
 def _reason(exc: BaseException) -> str:
     """The OS reason of a socket failure, as redis-cli/hiredis prints it."""
+    tls_failure = handshake_failure(exc)  # an SSLError's errno means nothing to the user
+    if tls_failure is not None:
+        return tls_failure
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, socket.gaierror):

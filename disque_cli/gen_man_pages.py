@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from disque_cli.gen_man import DATE, esc
+from disque_cli.options import OPTIONS, TLS_DESTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "disque-py"
@@ -288,10 +289,17 @@ TUI_DESCRIPTIONS = {
     "timeout": "Seconds after which a node that does not answer is shown down (default: "
                "twice the interval, at least 1).",
     "scan_count": "COUNT of each QSCAN page when listing queues (default 500).",
+    # The TLS options are disque(1)'s: the same words here.
+    **{opt.dest: opt.help for opt in OPTIONS if opt.dest in TLS_DESTS},
+    "tls": "Connect to every node over TLS: to host:port (its tls-port) and to the other "
+           "nodes at the ports HELLO lists. Each of --cacert, --cert, --key and --insecure "
+           "implies it.",
 }
 
 
-TUI_METAVARS = {"interval": "seconds", "timeout": "seconds", "scan_count": "count"}
+TUI_METAVARS = {"interval": "seconds", "timeout": "seconds", "scan_count": "count",
+                **{opt.dest: opt.metavar for opt in OPTIONS
+                   if opt.dest in TLS_DESTS and opt.metavar}}
 
 
 def tui_page() -> str:
@@ -306,6 +314,9 @@ def tui_page() -> str:
         ".SH SYNOPSIS",
         ".B disque\\-tui",
         "[\\fB\\-h\\fR \\fIhost\\fR] [\\fB\\-p\\fR \\fIport\\fR] [\\fB\\-a\\fR \\fIpassword\\fR]",
+        "[\\fB\\-\\-tls\\fR] [\\fB\\-\\-cacert\\fR \\fIfile\\fR] "
+        "[\\fB\\-\\-cert\\fR \\fIfile\\fR \\fB\\-\\-key\\fR \\fIfile\\fR] "
+        "[\\fB\\-\\-insecure\\fR]",
         "[\\fB\\-\\-interval\\fR \\fIseconds\\fR] [\\fB\\-\\-timeout\\fR \\fIseconds\\fR]",
         ".SH DESCRIPTION",
         "\\fBdisque\\-tui\\fR shows a Disque cluster live: its nodes (status, priority,",
@@ -339,6 +350,7 @@ def tui_page() -> str:
         ".SH EXAMPLES",
         ".PP", ".nf", "disque\\-tui \\-p 7711", ".fi",
         ".PP", ".nf", "disque\\-tui \\-h 10.0.0.1 \\-a \"$SECRET\" \\-\\-interval 0.5", ".fi",
+        ".PP", ".nf", "disque\\-tui \\-h 10.0.0.1 \\-p 7811 \\-\\-tls \\-\\-cacert ca.crt", ".fi",
         ".SH SEE ALSO",
         "\\fBdisque\\fR(1), \\fBdisque\\-server\\fR(1)",
         "",

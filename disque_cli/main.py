@@ -22,10 +22,11 @@ from typing import Any
 import click
 
 from disque_cli import __version__
-from disque_cli.connection import TLS, BadURI, Disconnected, Endpoint, Session, parse_uri
+from disque_cli.connection import BadURI, Disconnected, Endpoint, Session, parse_uri
 from disque_cli.options import EXAMPLES, OPTIONS, SECTIONS
 from disque_cli.render import Mode, RenderOptions
 from disque_cli.runner import Outcome, Runner
+from disque_common.tls import TLS, TLSError
 
 AUTH_WARNING = ("Warning: Using a password with '-a' or '-u' option on the command line "
                 "interface may not be safe.")
@@ -98,9 +99,9 @@ def parse(argv: Sequence[str], stdout_is_tty: bool) -> Config:
         endpoint.host = params["host"]
     if params["port"] is not None:
         endpoint.port = params["port"]
-    if params["tls"] or params["cacert"] or params["cert"] or params["insecure"]:
-        endpoint.tls = TLS(params["cacert"], params["cert"], params["key"],
-                           bool(params["insecure"]))
+    endpoint.tls = TLS.from_options(params["tls"], params["cacert"], params["cert"],
+                                    params["key"], params["insecure"]) or endpoint.tls
+    _check_tls(endpoint.tls)
     if params["password"] is not None:
         endpoint.password = params["password"]
     elif endpoint.password is None and os.environ.get("DISQUECLI_AUTH"):
@@ -113,6 +114,16 @@ def parse(argv: Sequence[str], stdout_is_tty: bool) -> Config:
         cmd_delim=(params["cmd_delim"] or "\n").encode())
     args = [arg.encode("utf-8", errors="surrogateescape") for arg in params["args"]]
     return Config(endpoint, mode, render, args, params)
+
+
+def _check_tls(tls: TLS | None) -> None:
+    """Bad certificate files fail here, in one line, before any connection."""
+    if tls is None:
+        return
+    try:
+        tls.check()
+    except TLSError as exc:
+        raise UsageError(f"Could not create an SSL context: {exc}") from None
 
 
 def usage() -> str:

@@ -112,6 +112,9 @@ OPTIONS: tuple[CliOption, ...] = (
 
 SECTIONS = ("connection", "commands", "output", "modes", "misc")
 
+# The TLS options, which disque-tui takes too: same flags, same meaning.
+TLS_DESTS = ("tls", "cacert", "cert", "key", "insecure")
+
 EXAMPLES = (
     "printf %s \"$JOB_ID\" | disque -x ackjob",
     "disque addjob myqueue body 0 REPLICATE 1",

@@ -96,13 +96,18 @@ def session(master: str | None = None, app_name: str = "disque-spark",
     return spark
 
 
+SHIPPED_PACKAGES = ("disque_spark", "disque_common")   # disque_common: the TLS settings
+
+
 def ship_package(spark: SparkSession) -> str:
-    """Zip this package and ``addPyFile`` it so executors can import it."""
-    pkg = Path(__file__).resolve().parent
+    """Zip this package (and the one it imports) and ``addPyFile`` it so executors
+    can import it."""
+    root = Path(__file__).resolve().parent.parent
     fd, path = tempfile.mkstemp(prefix="disque_spark-", suffix=".zip")
     os.close(fd)
     with zipfile.ZipFile(path, "w") as zf:
-        for file in pkg.rglob("*.py"):
-            zf.write(file, f"disque_spark/{file.relative_to(pkg)}")
+        for package in SHIPPED_PACKAGES:
+            for file in (root / package).rglob("*.py"):
+                zf.write(file, file.relative_to(root).as_posix())
     spark.sparkContext.addPyFile(path)
     return path

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from disque_common.tls import TLS, handshake_failure
 
 DEFAULT_NODES = "127.0.0.1:7711"
 PRIORITY_FAILING = 10    # HELLO: 1 ok, 5 no link, 10 possibly failing, 100 leaving
@@ -71,8 +73,9 @@ def parse_seeds(nodes: str | None) -> list[tuple[str, int]]:
 
 
 def connect(host: str, port: int, password: str | None = None,
-            socket_timeout: float = 30.0) -> redis.Redis:
-    """A RESP2 client with raw (bytes) replies, authenticated if a password is given.
+            socket_timeout: float = 30.0, tls: TLS | None = None) -> redis.Redis:
+    """A RESP2 client with raw (bytes) replies, authenticated if a password is given,
+    over TLS if `tls` is given.
 
     No automatic retry: redis-py would resend a pipeline of ADDJOBs after a
     lost connection (duplicate jobs) and hide dead nodes behind backoffs; the
@@ -80,34 +83,44 @@ def connect(host: str, port: int, password: str | None = None,
     """
     return redis.Redis(host=host, port=port, password=password or None, protocol=2,
                        socket_timeout=socket_timeout, socket_connect_timeout=5.0,
-                       retry=Retry(NoBackoff(), 0))
+                       retry=Retry(NoBackoff(), 0), **(tls.client_kwargs() if tls else {}))
 
 
-def parse_hello(reply: Any, seed_host: str) -> list[NodeInfo]:
+def parse_hello(reply: Any, seed_host: str, seed_port: int | None = None) -> list[NodeInfo]:
     """HELLO -> [1, myid, [id, ip, port, priority], ...] as NodeInfo's.
 
     A node that never met another one does not know its own IP and reports
-    an empty one: the host we reached it on is used instead.
+    an empty one: the host we reached it on is used instead. With `seed_port`,
+    the answering node's own entry gets that port: HELLO lists client ports,
+    not tls-ports, and the seed is known to answer where we reached it.
     """
     if not isinstance(reply, list) or len(reply) < 2 or reply[0] != 1:
         raise DisqueError(f"disque: unexpected HELLO reply {reply!r}")
+    myid = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
     nodes = []
     for entry in reply[2:]:
         nid, ip, port, prio = (x.decode() if isinstance(x, bytes) else str(x) for x in entry[:4])
-        nodes.append(NodeInfo(nid, ip or seed_host, int(port), int(prio)))
+        node = NodeInfo(nid, ip or seed_host, int(port), int(prio))
+        nodes.append(replace(node, port=seed_port) if seed_port and nid == myid else node)
     return nodes
 
 
-def discover(seeds: list[tuple[str, int]], password: str | None = None) -> list[NodeInfo]:
+def discover(seeds: list[tuple[str, int]], password: str | None = None,
+             tls: TLS | None = None) -> list[NodeInfo]:
     """Every node of the cluster, from the first seed (random order) that answers HELLO."""
     errors = []
     for host, port in random.sample(seeds, len(seeds)):
         try:
-            with connect(host, port, password, socket_timeout=10.0) as c:
-                return parse_hello(c.execute_command("HELLO"), host)
+            with connect(host, port, password, socket_timeout=10.0, tls=tls) as c:
+                return parse_hello(c.execute_command("HELLO"), host, port if tls else None)
         except (redis.RedisError, OSError) as exc:
-            errors.append(f"{host}:{port}: {exc}")
+            errors.append(f"{host}:{port}: {describe(exc)}")
     raise DisqueError("disque: no seed node answered HELLO (" + "; ".join(errors) + ")")
+
+
+def describe(exc: BaseException) -> str:
+    """A connection failure in one line; a failed TLS handshake says why."""
+    return handshake_failure(exc) or str(exc)
 
 
 def by_preference(nodes: list[NodeInfo]) -> list[NodeInfo]:
@@ -117,22 +130,23 @@ def by_preference(nodes: list[NodeInfo]) -> list[NodeInfo]:
 
 def connect_best(seeds: list[tuple[str, int]], password: str | None = None,
                  exclude: set[str] | frozenset[str] = frozenset(),
-                 socket_timeout: float = 30.0) -> tuple[redis.Redis, NodeInfo]:
+                 socket_timeout: float = 30.0,
+                 tls: TLS | None = None) -> tuple[redis.Redis, NodeInfo]:
     """Connect to the best node HELLO offers (not one of `exclude`, ids or host:port).
 
     Leaving nodes (priority 100) are used only when nothing else answers.
     """
-    nodes = [n for n in by_preference(discover(seeds, password))
+    nodes = [n for n in by_preference(discover(seeds, password, tls))
              if n.id not in exclude and n.addr not in exclude]
     errors = []
     for node in nodes:
-        client = connect(node.host, node.port, password, socket_timeout)
+        client = connect(node.host, node.port, password, socket_timeout, tls)
         try:
             client.ping()
             return client, node
         except (redis.RedisError, OSError) as exc:
             client.close()
-            errors.append(f"{node.addr}: {exc}")
+            errors.append(f"{node.addr}: {describe(exc)}")
     detail = ("; ".join(errors)) if errors else "every known node was excluded"
     raise DisqueError(f"disque: no node accepted a connection ({detail})")
 

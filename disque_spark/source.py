@@ -7,10 +7,12 @@ Usage (after ``disque_spark.register(spark)``)::
     spark.readStream.format("disque").option("queue", "q").load()
 
 Options (all strings): ``nodes`` (comma-separated seeds, default 127.0.0.1:7711),
-``password``, ``queue``; writer: ``replicate retry ttl delay maxlen async timeout
-batchSize``; snapshot: ``state`` (comma-separated), ``scanCount``,
-``skipUnreachable``; stream: ``batchSize`` (default 1000), ``timeoutMs``
-(default 100), ``numPartitions`` (default 1).
+``password``, ``queue``; TLS: ``tls`` (true/false), ``tlsCaCert``, ``tlsCert``,
+``tlsKey`` (PEM files, at the same paths on the driver and every executor),
+``tlsInsecure`` (any of them implies ``tls``); writer: ``replicate retry ttl
+delay maxlen async timeout batchSize``; snapshot: ``state`` (comma-separated),
+``scanCount``, ``skipUnreachable``; stream: ``batchSize`` (default 1000),
+``timeoutMs`` (default 100), ``numPartitions`` (default 1).
 
 Batch write
     Every task connects to one node chosen by HELLO (seeds tried in random
@@ -97,6 +99,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from disque_common.tls import TLS, TLSError
 from disque_spark.client import (
     PRIORITY_FAILING,
     PRIORITY_LEAVING,
@@ -105,6 +108,7 @@ from disque_spark.client import (
     by_preference,
     connect,
     connect_best,
+    describe,
     discover,
     jscan_jobs,
     parse_seeds,
@@ -188,6 +192,25 @@ def _opt_bool(options: Any, name: str, default: bool = False) -> bool:
 def _opt_list(options: Any, name: str) -> list[str]:
     raw = _opt(options, name)
     return [x.strip() for x in raw.split(",") if x.strip()] if raw else []
+
+
+def _opt_tls(options: Any) -> TLS | None:
+    """``tls tlsCaCert tlsCert tlsKey tlsInsecure`` as TLS settings, their files
+    loaded here on the driver so a wrong path fails the query, not each task."""
+    files = [_opt(options, name) for name in ("tlsCaCert", "tlsCert", "tlsKey")]
+    insecure = _opt_bool(options, "tlsInsecure")
+    implied = any(files) or insecure
+    if not _opt_bool(options, "tls", default=implied):
+        if implied:
+            raise DisqueError("disque: option 'tls' is false but tlsCaCert, tlsCert, tlsKey "
+                              "or tlsInsecure is set")
+        return None
+    tls = TLS(*files, insecure=insecure)
+    try:
+        tls.check()
+    except TLSError as exc:
+        raise DisqueError(f"disque: bad TLS options: {exc}") from None
+    return tls
 
 
 # ------------------------------------------------------------------- rows --
@@ -275,6 +298,7 @@ class DisqueWriter(DataSourceWriter):
             raise DisqueError("disque: set option 'queue' or give the DataFrame a 'queue' column")
         self.seeds = parse_seeds(_opt(options, "nodes"))
         self.password = _opt(options, "password")
+        self.tls = _opt_tls(options)
         self.timeout_ms = _opt_int(options, "timeout", DEFAULT_ADDJOB_TIMEOUT_MS)
         self.batch_size = _opt_int(options, "batchSize", DEFAULT_WRITE_BATCH, minimum=1)
         tail: list[str] = []
@@ -343,7 +367,7 @@ class _AddjobSession:
         socket_timeout = max(30.0, self.w.timeout_ms / 1000 + 10)
         try:
             self.client, self.node = connect_best(self.w.seeds, self.w.password, self.excluded,
-                                                  socket_timeout)
+                                                  socket_timeout, self.w.tls)
         except DisqueError as exc:
             raise self._fail(str(exc).removeprefix("disque: ")) from None
 
@@ -410,6 +434,7 @@ class DisqueSnapshotReader(DataSourceReader):
         self.build = RowBuilder(schema)
         self.seeds = parse_seeds(_opt(options, "nodes"))
         self.password = _opt(options, "password")
+        self.tls = _opt_tls(options)
         self.queues = _opt_list(options, "queue")
         self.states = [s.lower() for s in _opt_list(options, "state")]
         bad = [s for s in self.states if s not in ("wait-repl", "active", "queued", "acked")]
@@ -420,20 +445,22 @@ class DisqueSnapshotReader(DataSourceReader):
         self.skip_unreachable = _opt_bool(options, "skipUnreachable")
 
     def partitions(self) -> list[InputPartition]:
-        nodes = sorted(discover(self.seeds, self.password), key=lambda n: n.id)
+        nodes = sorted(discover(self.seeds, self.password, self.tls), key=lambda n: n.id)
         return [NodePartition(n) for n in nodes]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         node: NodeInfo = partition.node  # type: ignore[attr-defined]
-        client = connect(node.host, node.port, self.password)
+        client = connect(node.host, node.port, self.password, tls=self.tls)
         try:
             try:
                 client.ping()
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 if self.skip_unreachable:
-                    log.warning("disque: skipping unreachable node %s (%s)", node.addr, exc)
+                    log.warning("disque: skipping unreachable node %s (%s)", node.addr,
+                                describe(exc))
                     return
-                raise DisqueError(f"disque: cannot scan node {node.id} at {node.addr}: {exc} "
+                raise DisqueError(f"disque: cannot scan node {node.id} at {node.addr}: "
+                                  f"{describe(exc)} "
                                   "(option skipUnreachable=true reads the other nodes)") from None
             for queue in self.queues or [None]:
                 for job in jscan_jobs(client, self.scan_count, queue, self.states):
@@ -464,6 +491,7 @@ class DisqueStreamReader(DataSourceStreamReader):
                               "(comma-separated queue names)")
         self.seeds = parse_seeds(_opt(options, "nodes"))
         self.password = _opt(options, "password")
+        self.tls = _opt_tls(options)
         self.batch_size = _opt_int(options, "batchSize", DEFAULT_STREAM_BATCH, minimum=1)
         self.timeout_ms = _opt_int(options, "timeoutMs", DEFAULT_STREAM_TIMEOUT_MS)
         self.num_partitions = _opt_int(options, "numPartitions", 1, minimum=1)
@@ -557,7 +585,7 @@ class DisqueStreamReader(DataSourceStreamReader):
         client = self._clients.get(node.id)
         if client is None:
             socket_timeout = max(30.0, self.timeout_ms / 1000 + 10)
-            client = connect(node.host, node.port, self.password, socket_timeout)
+            client = connect(node.host, node.port, self.password, socket_timeout, self.tls)
             self._clients[node.id] = client
         return client
 
@@ -572,7 +600,7 @@ class DisqueStreamReader(DataSourceStreamReader):
     def _live_nodes(self) -> list[NodeInfo]:
         if not self._nodes or time.monotonic() >= self._refresh_at:
             try:
-                nodes = discover(self.seeds, self.password)
+                nodes = discover(self.seeds, self.password, self.tls)
             except DisqueError as exc:
                 if not self._ever_connected:
                     raise
@@ -595,7 +623,8 @@ class DisqueStreamReader(DataSourceStreamReader):
             reply = self._client(node).execute_command(
                 "GETJOB", *mode, "COUNT", count, "WITHCOUNTERS", "FROM", *self.queues)
         except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-            log.warning("disque: GETJOB on %s failed (%s); dropping the node", node.addr, exc)
+            log.warning("disque: GETJOB on %s failed (%s); dropping the node", node.addr,
+                        describe(exc))
             self._drop(node)
             return []
         except redis.ResponseError as exc:

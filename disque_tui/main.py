@@ -1,9 +1,9 @@
-"""`disque-tui [-h host] [-p port] [-a password] [--interval 1.0]`.
+"""`disque-tui [-h host] [-p port] [-a password] [--tls ...] [--interval 1.0]`.
 
 Parses the command line (like redis-cli, `-h` is the host; `--help` is
-help), checks that a Disque node answers at host:port before any screen is
-drawn (one line on stderr and exit status 1 when not), then runs the app on
-a `PollerThread`.
+help; the TLS options are `disque`'s), checks that a Disque node answers at
+host:port before any screen is drawn (one line on stderr and exit status 1
+when not), then runs the app on a `PollerThread`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from disque_cli.options import OPTIONS, TLS_DESTS
+from disque_common.tls import TLS, TLSError, handshake_failure
+
 PROG = "disque-tui"
 
 
@@ -31,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-p", "--port", type=int, default=7711, help="its port (default 7711)")
     parser.add_argument("-a", "--password", default=os.environ.get("DISQUECLI_AUTH"),
                         help="password for AUTH (default $DISQUECLI_AUTH)")
+    add_tls_arguments(parser)
     parser.add_argument("--interval", type=positive_float, default=1.0,
                         help="seconds between polls (default 1.0)")
     parser.add_argument("--timeout", type=positive_float, default=None,
@@ -38,6 +42,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scan-count", type=int, default=500,
                         help="QSCAN COUNT per page (default 500)")
     return parser
+
+
+def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    """`disque`'s --tls --cacert --cert --key --insecure, from its option table."""
+    for opt in OPTIONS:
+        if opt.dest not in TLS_DESTS:
+            continue
+        if opt.metavar is not None:
+            parser.add_argument(*opt.flags, dest=opt.dest, metavar=opt.metavar.upper(),
+                                help=argparse_help(opt.help))
+        else:
+            parser.add_argument(*opt.flags, dest=opt.dest, action="store_true",
+                                help=argparse_help(opt.help))
+
+
+def argparse_help(sentence: str) -> str:
+    """The CLI's "Private key file." in this parser's style: "private key file"."""
+    first = sentence.split(" ", 1)[0]
+    if not first.isupper():  # keep acronyms: "CA certificate ..."
+        sentence = sentence[:1].lower() + sentence[1:]
+    return sentence.rstrip(".")
+
+
+def tls_settings(args: argparse.Namespace) -> TLS | None:
+    """The TLS settings asked for, their files checked; raises TLSError."""
+    tls = TLS.from_options(args.tls, args.cacert, args.cert, args.key, args.insecure)
+    if tls is not None:
+        tls.check()
+    return tls
 
 
 def positive_float(value: str) -> float:
@@ -52,20 +85,28 @@ def positive_float(value: str) -> float:
 
 def short_reason(exc: BaseException) -> str:
     """redis-py's "Error 111 connecting to h:p. Connection refused." as "Connection refused"."""
+    tls_failure = handshake_failure(exc)  # the text of an SSLError buries the reason
+    if tls_failure is not None:
+        return tls_failure
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = re.sub(r"^Error -?\d+ (while )?connecting to \S+?\.? ", "", text)
     return text.rstrip(".") or type(exc).__name__
 
 
-def probe(host: str, port: int, password: str | None, timeout: float) -> str | None:
+def probe(host: str, port: int, password: str | None, timeout: float,
+          tls: TLS | None = None) -> str | None:
     """None when a Disque node answers HELLO at host:port, else why not (one line)."""
     try:
         with redis.Redis(host=host, port=port, password=password, protocol=2,
                          socket_connect_timeout=timeout, socket_timeout=timeout,
-                         retry=Retry(NoBackoff(), 0)) as client:
+                         retry=Retry(NoBackoff(), 0),
+                         **(tls.client_kwargs() if tls else {})) as client:
             reply = client.execute_command("HELLO")
     except redis.exceptions.TimeoutError:
         return f"no reply within {timeout:g}s (is it a Disque client port?)"
+    except redis.exceptions.ConnectionError as exc:
+        reason = short_reason(exc)
+        return reason + closed_hint(tls) if "closed by server" in reason else reason
     except RedisError as exc:
         return short_reason(exc)
     except OSError as exc:
@@ -75,10 +116,24 @@ def probe(host: str, port: int, password: str | None, timeout: float) -> str | N
     return None
 
 
+def closed_hint(tls: TLS | None) -> str:
+    """Why a node may hang up before its first reply, as far as TLS goes."""
+    if tls is None:   # a TLS port drops a client that does not start with a handshake
+        return " (is it a TLS port? see --tls)"
+    if tls.cert is None:   # tls-auth-clients: the node ends the session, not the handshake
+        return " (does the node require a client certificate? see --cert and --key)"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        tls = tls_settings(args)
+    except TLSError as exc:
+        print(f"{PROG}: could not create an SSL context: {exc}", file=sys.stderr)
+        return 1
     timeout = args.timeout if args.timeout is not None else max(1.0, 2 * args.interval)
-    problem = probe(args.host, args.port, args.password, min(timeout, 5.0))
+    problem = probe(args.host, args.port, args.password, min(timeout, 5.0), tls)
     if problem is not None:
         print(f"{PROG}: cannot connect to {args.host}:{args.port}: {problem}", file=sys.stderr)
         return 1
@@ -87,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     from disque_tui.poller import Poller, PollerThread
 
     poller = Poller(args.host, args.port, args.password, interval=args.interval,
-                    timeout=timeout, scan_count=args.scan_count)
+                    timeout=timeout, scan_count=args.scan_count, tls=tls)
     app = DisqueTUI(PollerThread(poller), seed=f"{args.host}:{args.port}")
     try:
         app.run()

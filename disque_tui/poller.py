@@ -28,6 +28,7 @@ from typing import Any
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
+from disque_common.tls import TLS, handshake_failure
 from disque_tui import queries
 from disque_tui.queries import NodeReport
 from disque_tui.snapshot import (
@@ -55,6 +56,9 @@ def describe_error(exc: BaseException) -> str:
     """One short line for a failed poll."""
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
         return "timeout"
+    tls_failure = handshake_failure(exc)
+    if tls_failure is not None:
+        return tls_failure
     text = str(exc).strip() or type(exc).__name__
     if "Connection refused" in text:
         return "connection refused"
@@ -122,11 +126,16 @@ class NodeState:
 
 
 class Poller:
+    """Polls the cluster reached through host:port; `password` and `tls` apply to
+    every node, the ones HELLO lists as well as the seed."""
+
     def __init__(self, host: str = "127.0.0.1", port: int = 7711, password: str | None = None,
-                 interval: float = 1.0, timeout: float | None = None, scan_count: int = 500):
+                 interval: float = 1.0, timeout: float | None = None, scan_count: int = 500,
+                 tls: TLS | None = None):
         self.host = host
         self.port = port
         self.password = password
+        self.tls = tls
         self.interval = interval
         self.timeout = timeout if timeout is not None else max(1.0, 2 * interval)
         self.scan_count = scan_count
@@ -140,7 +149,8 @@ class Poller:
     # ---- connections -------------------------------------------------------
     def _client(self, node: NodeState) -> aredis.Redis:
         if node.client is None:
-            node.client = queries.connect(node.host, node.port, self.password, self.timeout)
+            node.client = queries.connect(node.host, node.port, self.password, self.timeout,
+                                          self.tls)
         return node.client
 
     async def _drop_client(self, node: NodeState) -> None:
@@ -162,7 +172,7 @@ class Poller:
     async def discover(self) -> None:
         """HELLO the seed and learn every node it lists; raises when the seed
         does not answer (the caller turns that into one line on stderr)."""
-        client = queries.connect(self.host, self.port, self.password, self.timeout)
+        client = queries.connect(self.host, self.port, self.password, self.timeout, self.tls)
         try:
             async with asyncio.timeout(self.timeout):
                 hello = await queries.hello(client)

@@ -16,23 +16,28 @@ import redis.asyncio as aredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from disque_common.tls import TLS
+
 # ---------------------------------------------------------------------------
 # Low level: connections and reply values
 # ---------------------------------------------------------------------------
 
 
-def connect(host: str, port: int, password: str | None, timeout: float) -> aredis.Redis:
+def connect(host: str, port: int, password: str | None, timeout: float,
+            tls: TLS | None = None) -> aredis.Redis:
     """An asyncio client for one node: RESP2, raw replies, no retries.
 
     Retrying is the poller's business (next cycle), so a dead node costs one
     failed attempt per cycle and never a backoff loop inside redis-py. Reads
     have no socket timeout of their own: the caller bounds each whole poll
     with one `asyncio.timeout`, which spares redis-py arming a timer for each
-    of the thousand replies of a pipeline.
+    of the thousand replies of a pipeline. With `tls`, the handshake is bounded
+    by the same connect timeout.
     """
     client = aredis.Redis(host=host, port=port, password=password, protocol=2,
                           socket_connect_timeout=timeout, socket_timeout=None,
-                          retry=Retry(NoBackoff(), 0), max_connections=4)
+                          retry=Retry(NoBackoff(), 0), max_connections=4,
+                          **(tls.client_kwargs() if tls else {}))
     client.response_callbacks.clear()  # raw replies: INFO as bytes, not a dict
     return client
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nodes import ClusterOfNodes, Node
+from nodes import ClusterOfNodes, Node, free_port, tls_config
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,3 +74,39 @@ def start_cluster(start_node) -> Iterator:
 @pytest.fixture
 def cluster3(start_cluster) -> ClusterOfNodes:
     return start_cluster(3)
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A test CA ("ca") and a certificate for 127.0.0.1 it signed ("cert", "key"),
+    good for a node and, under tls-auth-clients, for a client too."""
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is needed to make test certificates")
+    d = tmp_path_factory.mktemp("certs")
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test-ca",
+        "-keyout", "ca.key", "-out", "ca.crt")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+        "-keyout", "node.key", "-out", "node.csr")
+    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "node.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "node.crt")
+    return {"ca": str(d / "ca.crt"), "cert": str(d / "node.crt"), "key": str(d / "node.key")}
+
+
+@pytest.fixture
+def start_tls_node(start_node, certs: dict[str, str]) -> Iterator:
+    """Factory: start_tls_node(auth_clients="no", config={...}) -> (node, tls_port).
+
+    The node keeps its plain port (node.port, for checks with node.call); the
+    client under test is given only the TLS port."""
+
+    def factory(auth_clients: str = "no",
+                config: dict[str, str] | None = None) -> tuple[Node, int]:
+        tls_port = free_port()
+        cfg = {**tls_config(certs, tls_port), "tls-auth-clients": auth_clients, **(config or {})}
+        return start_node(config=cfg), tls_port
+
+    yield factory

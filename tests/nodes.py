@@ -69,6 +69,12 @@ def free_port() -> int:
     raise RuntimeError("no free port pair found")
 
 
+def tls_config(certs: dict[str, str], port: int) -> dict[str, str]:
+    """Config of a node with a TLS client port on `port` (certs: the `certs` fixture)."""
+    return {"tls-port": str(port), "tls-cert-file": certs["cert"],
+            "tls-key-file": certs["key"], "tls-ca-cert-file": certs["ca"]}
+
+
 class Node:
     """One disque-server process under test."""
 

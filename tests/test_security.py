@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 import ssl
-import subprocess
 
 import pytest
 import redis
-from nodes import wait_for
+from nodes import tls_config, wait_for
 
 PASSWORD = {"cluster-password": "s3cret-bus"}
 
@@ -75,29 +73,6 @@ def test_unauthenticated_bus_without_password_rejects_garbage(start_node):
 
 
 # ---- TLS -------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> dict[str, str]:
-    if not shutil.which("openssl"):
-        pytest.skip("openssl is needed to make test certificates")
-    d = tmp_path_factory.mktemp("certs")
-
-    def run(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test-ca",
-        "-keyout", "ca.key", "-out", "ca.crt")
-    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-        "-keyout", "node.key", "-out", "node.csr")
-    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
-    run("x509", "-req", "-in", "node.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-        "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "node.crt")
-    return {"ca": str(d / "ca.crt"), "cert": str(d / "node.crt"), "key": str(d / "node.key")}
-
-
-def tls_config(certs: dict[str, str], port: int) -> dict[str, str]:
-    return {"tls-port": str(port), "tls-cert-file": certs["cert"],
-            "tls-key-file": certs["key"], "tls-ca-cert-file": certs["ca"]}
-
 
 def free_tls_port() -> int:
     from nodes import free_port
@@ -171,3 +146,24 @@ def test_disque_cli_connects_over_tls(start_node, certs):
     plain = subprocess.run([*cli, "ping"], capture_output=True, text=True, timeout=30,
                            stdin=subprocess.DEVNULL)
     assert "PONG" not in plain.stdout
+
+
+def test_disque_cli_tls_mistakes_are_one_line(start_tls_node, certs):
+    import subprocess
+    import sys
+    _, tls_port = start_tls_node()
+    cli = [sys.executable, "-m", "disque_cli", "-p", str(tls_port)]
+    cases = [
+        (["--cacert", "/nonexistent/ca.crt"], "Could not create an SSL context: CA certificate "
+         "/nonexistent/ca.crt: No such file or directory"),
+        (["--tls", "--key", certs["key"]], f"Could not create an SSL context: private key "
+         f"{certs['key']} given without a client certificate"),
+        (["--tls"], f"Could not connect to Disque at 127.0.0.1:{tls_port}: TLS handshake "
+         "failed: certificate verify failed: "),
+    ]
+    for args, message in cases:
+        result = subprocess.run([*cli, *args, "ping"], capture_output=True, text=True,
+                                timeout=30, stdin=subprocess.DEVNULL)
+        assert result.returncode == 1 and result.stdout == "", args
+        assert result.stderr.startswith(message) and len(result.stderr.splitlines()) == 1, \
+            result.stderr

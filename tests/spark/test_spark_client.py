@@ -37,6 +37,14 @@ def test_parse_hello_and_preference():
         parse_hello([2, b"x"], "h")
 
 
+def test_parse_hello_reaches_the_seed_where_it_answered():
+    """Over TLS the seed's own entry gets the port we reached it on (its tls-port):
+    HELLO lists client ports."""
+    reply = [1, b"aa", [b"aa", b"10.0.0.1", b"7711", b"1"], [b"bb", b"10.0.0.2", b"7712", b"1"]]
+    nodes = parse_hello(reply, "seed.example", 7811)
+    assert [n.addr for n in nodes] == ["10.0.0.1:7811", "10.0.0.2:7712"]
+
+
 def test_job_from_pairs():
     flat = [b"id", b"D-1", b"queue", b"q", b"state", b"queued", b"repl", 1, b"ttl", 60,
             b"ctime", 5, b"delay", 0, b"retry", 6, b"nacks", 2, b"additional-deliveries", 3,

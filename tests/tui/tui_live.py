@@ -10,6 +10,7 @@ from typing import Any
 from rich.text import Text
 from textual.pilot import Pilot
 
+from disque_common.tls import TLS
 from disque_tui.app import DisqueTUI
 from disque_tui.poller import Poller, PollerThread
 from disque_tui.table import SnapshotTable
@@ -18,9 +19,10 @@ INTERVAL = 0.2
 SIZE = (100, 30)
 
 
-def live_app(port: int, interval: float = INTERVAL, timeout: float | None = None) -> DisqueTUI:
+def live_app(port: int, interval: float = INTERVAL, timeout: float | None = None,
+             password: str | None = None, tls: TLS | None = None) -> DisqueTUI:
     """The dashboard polling the node on `port` (and through it the cluster)."""
-    poller = Poller("127.0.0.1", port, interval=interval, timeout=timeout)
+    poller = Poller("127.0.0.1", port, password, interval=interval, timeout=timeout, tls=tls)
     return DisqueTUI(PollerThread(poller), seed=f"127.0.0.1:{port}")
 
 

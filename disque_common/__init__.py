@@ -1,0 +1,6 @@
+"""Code shared by the project's clients (`disque`, `disque-tui`, `disque_spark`).
+
+Kept free of the CLI's and the dashboard's dependencies (only redis-py and
+the standard library), so `disque_spark` can ship it to Spark executors
+alongside itself.
+"""
