@@ -63,7 +63,7 @@ def write_snapshot(server: Server, path: str) -> int:
     chunk: list[bytes] = []
     size = 0
     with open(path, "wb") as f:
-        for job in list(server.jobs.by_id.values()):
+        for job in server.jobs.all():
             chunk.append(job_record(job))
             if len(chunk) >= 1000:
                 data = b"".join(chunk)

@@ -14,7 +14,7 @@ whatever is added or removed meanwhile (O(1) bookkeeping per job).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms, time_error_ms
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from disque_server.server import Server
 
 BUCKET_MS = 50
+ID_SHARDS = 256
+ID_SHARD_MASK = ID_SHARDS - 1
 
 # JSCAN: every job sits in one of SCAN_BUCKETS buckets chosen by the first
 # random characters of its ID; the cursor is the next bucket to visit.
@@ -48,12 +50,58 @@ def scan_bucket(jid: bytes) -> int:
     return ((v[jid[11]] << 12) | (v[jid[12]] << 6) | v[jid[13]]) >> 4
 
 
+class JobIndex:
+    """Job ID -> Job, as a dict, split in ID_SHARDS dicts by the ID's hash.
+
+    A dict that grows is copied whole when it resizes: 27 ms at 700,000
+    entries, 55 ms at 1.4M, an event-loop stall each. Split, every part stays
+    small (4,000 jobs a part at 1M) and so does each copy.
+    """
+
+    __slots__ = ("shards", "count")
+
+    def __init__(self) -> None:
+        self.shards: list[dict[bytes, Job]] = [{} for _ in range(ID_SHARDS)]
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __contains__(self, jid: bytes) -> bool:
+        return jid in self.shards[hash(jid) & ID_SHARD_MASK]
+
+    def get(self, jid: bytes) -> Job | None:
+        return self.shards[hash(jid) & ID_SHARD_MASK].get(jid)
+
+    def __setitem__(self, jid: bytes, job: Job) -> None:
+        shard = self.shards[hash(jid) & ID_SHARD_MASK]
+        if jid not in shard:
+            self.count += 1
+        shard[jid] = job
+
+    def pop(self, jid: bytes, default: Job | None = None) -> Job | None:
+        job = self.shards[hash(jid) & ID_SHARD_MASK].pop(jid, None)
+        if job is None:
+            return default
+        self.count -= 1
+        return job
+
+    def values(self) -> Iterator[Job]:
+        for shard in self.shards:
+            yield from shard.values()
+
+    def clear(self) -> None:
+        for shard in self.shards:
+            shard.clear()
+        self.count = 0
+
+
 class Jobs:
     """All jobs known to this node."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
-        self.by_id: dict[bytes, Job] = {}
+        self.by_id = JobIndex()
         self.scan_buckets: dict[int, list[bytes]] = {}
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []

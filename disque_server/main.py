@@ -9,7 +9,6 @@ message, never a traceback.
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import resource
 import ssl
@@ -124,7 +123,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Can't open the log file: {exc}", file=sys.stderr)
         return 1
     loop_name = install_event_loop()
-    tune_gc()
     adjust_open_files_limit(config, log)
     log.notice("Disque (Python %s, %s) starting, pid %d, port %d", sys.version.split()[0],
                loop_name, os.getpid(), config["port"])
@@ -155,12 +153,6 @@ def adjust_open_files_limit(config: Config, log: Log) -> None:
         log.warning("You requested maxclients of %d requiring at least %d max file descriptors; "
                     "the open files limit is %d, so maxclients is now %d.", need - RESERVED_FDS,
                     need, soft, config["maxclients"])
-
-
-def tune_gc() -> None:
-    """Jobs hold no reference cycles; young collections over millions of them
-    are pure overhead, so collect the young generation less often."""
-    gc.set_threshold(50_000, 20, 20)
 
 
 async def run(config: Config, log: Log) -> int:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from disque_server.server import Server
 
 PAUSED_IN, PAUSED_OUT = 1, 2
+SERVE_BATCH = 256   # blocked clients served per event-loop pass
 PAUSE_NAMES = {0: b"none", PAUSED_IN: b"in", PAUSED_OUT: b"out", PAUSED_IN | PAUSED_OUT: b"all"}
 
 _by_ctime = attrgetter("ctime")
@@ -235,12 +236,20 @@ class Queues:
             self.server.loop.call_soon(self.serve_ready_queues)
 
     def serve_ready_queues(self) -> None:
+        """Serve up to SERVE_BATCH blocked clients, then let other events in."""
         self._serve_scheduled = False
+        budget = SERVE_BATCH
         while self.ready:
-            q, _ = self.ready.popitem()
+            q = next(iter(self.ready))
             while q.clients and q.jobs and not q.flags & PAUSED_OUT:
+                if budget == 0:     # more next pass: a reply is a write() each
+                    self._serve_scheduled = True
+                    self.server.loop.call_soon(self.serve_ready_queues)
+                    return
+                budget -= 1
                 client = next(iter(q.clients))
                 client.serve_blocked_getjob(q)
+            self.ready.pop(q, None)
 
     # ---- pause ------------------------------------------------------------------
     def set_pause(self, q: Queue, flags: int) -> None:

@@ -24,6 +24,7 @@ from disque_server.aof import AOF
 from disque_server.client import Client
 from disque_server.clock import now_ms
 from disque_server.cluster import Cluster
+from disque_server.collector import Collector
 from disque_server.commands import Command, build_table
 from disque_server.commands.args import LEAVING_ERROR
 from disque_server.config import Config
@@ -95,6 +96,7 @@ class Server:
         self._last_second = 0
         self._cron_expected = 0.0
         self.stats_max_stall_ms = 0        # worst event loop stall seen by the cron
+        self.collector = Collector()
         self.latency: dict[str, tuple[int, int, int]] = {}  # event -> (time, last, worst)
         self.aof = AOF(self)
         config.listeners.append(self.on_config_change)
@@ -276,6 +278,7 @@ class Server:
             now = now_ms()
             self.jobs.process_due(now)
             self.cluster.cron(now)
+            self.collector.cron()
             self.aof.cron()
             self.stats.sample()
             if now // 1000 != self._last_second:
