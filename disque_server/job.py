@@ -36,6 +36,21 @@ def generate_job_id(node_id: bytes, ttl: int, retry: int) -> bytes:
     return b"D-%s-%s-%04x" % (node_id[:8], rnd, minutes)
 
 
+_shared_ints: dict[int, int] = {}
+
+
+def shared_int(value: int) -> int:
+    """One int object for a value many jobs hold (expire second, RETRY).
+
+    Ints above 256 are objects of their own: 32 bytes a job each otherwise."""
+    shared = _shared_ints.get(value)
+    if shared is None:
+        if len(_shared_ints) >= 4096:
+            _shared_ints.clear()
+        shared = _shared_ints[value] = value
+    return shared
+
+
 def valid_job_id(jid: bytes) -> bool:
     return (len(jid) == ID_LEN and jid[0:2] == b"D-" and jid[10:11] == b"-"
             and jid[35:36] == b"-")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms
 from disque_server.commands.args import SYNTAX_ERROR, parse_ll, parse_timeout_or_reply
-from disque_server.job import ACTIVE, WAIT_REPL, Job, generate_job_id
+from disque_server.job import ACTIVE, WAIT_REPL, Job, generate_job_id, shared_int
 from disque_server.memory import EXTERNAL_REPL
 from disque_server.queue import PAUSED_IN
 
@@ -121,7 +121,7 @@ def create_job(c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrep
     myself = server.cluster.myself
     now = now_ms()
     job = Job(generate_job_id(myself.id, opts.ttl, opts.retry), WAIT_REPL,
-              now // 1000 + opts.ttl, opts.retry)
+              shared_int(now // 1000 + opts.ttl), shared_int(opts.retry))
     job.queue = queue
     job.body = body
     job.repl = opts.replicate
