@@ -7,7 +7,7 @@ import ssl
 
 import pytest
 import redis
-from nodes import tls_config, wait_for
+from nodes import ClusterOfNodes, tls_config, wait_for
 
 PASSWORD = {"cluster-password": "s3cret-bus"}
 
@@ -100,6 +100,22 @@ def test_tls_client_with_untrusted_ca_fails(start_node, certs, tmp_path):
         with socket.create_connection(("127.0.0.1", tls_port), timeout=5) as raw:
             with ctx.wrap_socket(raw, server_hostname="127.0.0.1"):
                 pass
+
+
+def test_hello_over_tls_lists_the_tls_ports(start_tls_node, certs):
+    """TLS clients (disque-tui, Spark, --cluster) reach the other nodes HELLO lists."""
+    (a, a_tls), (b, b_tls) = start_tls_node(), start_tls_node()
+    ClusterOfNodes([a, b]).meet_chain()
+
+    def hello_ports(**kwargs) -> dict[bytes, int]:
+        with redis.Redis(host="127.0.0.1", protocol=2, socket_timeout=5, **kwargs) as c:
+            return {entry[0]: int(entry[2]) for entry in c.execute_command("HELLO")[2:]}
+
+    ids = {a.call("CLUSTER", "MYID"): a_tls, b.call("CLUSTER", "MYID"): b_tls}
+    wait_for(lambda: hello_ports(port=a_tls, ssl=True, ssl_ca_certs=certs["ca"]) == ids, 10,
+             message="HELLO over TLS lists both TLS ports")
+    plain = {a.call("CLUSTER", "MYID"): a.port, b.call("CLUSTER", "MYID"): b.port}
+    assert hello_ports(port=a.port) == plain
 
 
 def test_cluster_over_a_tls_bus(start_cluster, certs):

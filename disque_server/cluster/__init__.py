@@ -290,7 +290,10 @@ class Cluster:
         return None
 
     def gossip_payload(self, target: ClusterNode) -> list[bytes]:
-        """A few other nodes we know, with their flags: spreads membership and failures."""
+        """A few other nodes we know, with their flags: spreads membership and failures.
+
+        One more element after the entries: our own TLS client port (0 for
+        none), so HELLO over TLS can list every node's TLS port."""
         others = [n for n in self.nodes.values()
                   if n is not target and HANDSHAKE not in n.flags and n.ip]
         if len(others) > GOSSIP_ENTRIES:
@@ -299,7 +302,13 @@ class Cluster:
         for n in others:
             flags = ",".join(sorted(n.flags & {PFAIL, FAIL, LEAVING})) or "-"
             payload += [n.id, n.ip.encode(), b"%d" % n.port, flags.encode()]
+        payload.append(b"%d" % self.server.config["tls-port"])
         return payload
+
+    def learn_tls_port(self, sender: ClusterNode, payload: list[bytes]) -> None:
+        if len(payload) % 4 == 1:
+            port = payload[-1]
+            sender.tls_port = int(port) if port != b"0" and valid_port(port) else 0
 
     def process_gossip(self, sender: ClusterNode, payload: list[bytes]) -> None:
         now = now_ms()
@@ -410,8 +419,11 @@ class Cluster:
             return 5
         return 1
 
-    def hello_entries(self) -> list[list[bytes]]:
-        return [[n.id, n.ip.encode(), str(n.port).encode(), str(self.priority(n)).encode()]
+    def hello_entries(self, tls: bool = False) -> list[list[bytes]]:
+        """HELLO's node list; over TLS, the nodes' TLS ports where they have one."""
+        self.myself.tls_port = self.server.config["tls-port"]
+        return [[n.id, n.ip.encode(), b"%d" % (n.tls_port if tls and n.tls_port else n.port),
+                 b"%d" % self.priority(n)]
                 for n in self.nodes.values() if HANDSHAKE not in n.flags]
 
     def node_flags(self, node: ClusterNode) -> str:
@@ -510,6 +522,7 @@ def on_meet(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[by
     if node.ip == "" and link.peer_ip:
         node.ip = link.peer_ip
     link.send(cluster.header(b"PONG") + cluster.gossip_payload(node))
+    cluster.learn_tls_port(node, payload)
     cluster.process_gossip(node, payload)
     if node.link is None:
         cluster.connect(node)
@@ -517,12 +530,14 @@ def on_meet(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[by
 
 def on_ping(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     link.send(cluster.header(b"PONG") + cluster.gossip_payload(node))
+    cluster.learn_tls_port(node, payload)
     cluster.process_gossip(node, payload)
 
 
 def on_pong(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     node.pong_received = now_ms()
     node.ping_sent = 0
+    cluster.learn_tls_port(node, payload)
     cluster.process_gossip(node, payload)
 
 

@@ -11,13 +11,14 @@ PFAIL, FAIL, LEAVING, HANDSHAKE, MYSELF = "pfail", "fail", "leaving", "handshake
 
 
 class ClusterNode:
-    __slots__ = ("id", "ip", "port", "flags", "ping_sent", "pong_received", "last_seen",
-                 "link", "connecting", "fail_reports", "ctime", "connect_attempt")
+    __slots__ = ("id", "ip", "port", "tls_port", "flags", "ping_sent", "pong_received",
+                 "last_seen", "link", "connecting", "fail_reports", "ctime", "connect_attempt")
 
     def __init__(self, node_id: bytes, ip: str = "", port: int = 0) -> None:
         self.id = node_id
         self.ip = ip
         self.port = port
+        self.tls_port = 0           # its TLS client port, from its own PING/PONG (0: none)
         self.flags: set[str] = set()
         self.ping_sent = 0          # ms; an unanswered PING was sent then (0: none)
         self.pong_received = 0      # ms; last PONG

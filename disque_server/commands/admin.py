@@ -54,7 +54,8 @@ def hello_command(c: Client, argv: list[bytes]) -> None:
             c.reply(b"-NOAUTH Authentication required.\r\n")
             return
         cluster = c.server.cluster
-        c.reply_value([1, cluster.myself.id, *cluster.hello_entries()])
+        tls = c.transport is not None and c.transport.get_extra_info("ssl_object") is not None
+        c.reply_value([1, cluster.myself.id, *cluster.hello_entries(tls)])
         return
     redis_hello(c, argv)
 
