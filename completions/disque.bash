@@ -4,20 +4,38 @@
 _disque() {
     local cur=${COMP_WORDS[COMP_CWORD]}
     local prev=${COMP_WORDS[COMP_CWORD-1]}
-    local i=1 command="" sub="" position=0 words=""
+    local i=1 command="" sub="" position=0 words="" verb=""
     case "$prev" in
+        --cluster) COMPREPLY=($(compgen -W "create check info call leave help" -- "${cur,,}")); return ;;
         -h) COMPREPLY=($(compgen -A hostname -- "$cur")); return ;;
         -h|-p|-a|-u|--cacert|--cert|--key|-r|-i|-d|-D|--pipe-timeout|--cluster|--timeout) COMPREPLY=(); return ;;
     esac
     # Skip options (and their values) up to the command name.
     while (( i < COMP_CWORD )); do
         case "${COMP_WORDS[i]}" in
+            --cluster) verb=${COMP_WORDS[i+1]}; (( i += 2 )); continue ;;
             -h|-p|-a|-u|--cacert|--cert|--key|-r|-i|-d|-D|--pipe-timeout|--cluster|--timeout) (( i += 2 )); continue ;;
             -*) (( i += 1 )); continue ;;
         esac
         command=${COMP_WORDS[i]}
         break
     done
+    # --cluster VERB: addresses and the verb's options; call: the address, then
+    # a command. bash may have split host:port at ':' (COMP_WORDBREAKS).
+    case "${verb,,}" in
+        create) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        check) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        info) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        leave) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --shutdown --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        call) if [[ "$command" == *:* || "${COMP_WORDS[i+1]}" == :* ]]; then
+                while [[ "${COMP_WORDS[i+1]}" == :* || "${COMP_WORDS[i]}" == *: ]]; do
+                    (( i += 1 ))
+                done
+                (( i += 1 ))
+                command=""
+                (( i < COMP_CWORD )) && command=${COMP_WORDS[i]}
+            fi ;;
+    esac
     if [[ -z "$command" ]]; then
         if [[ "$cur" == -* ]]; then
             COMPREPLY=($(compgen -W "-h -p -a -u --no-auth-warning --tls --cacert --cert --key --insecure -r -i -x -e --raw --no-raw --csv --json -d -D --pipe --pipe-timeout --stat --latency --latency-history --cluster --yes --shutdown --timeout --help -v --version" -- "$cur"))

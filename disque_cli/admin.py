@@ -7,7 +7,7 @@
                     format (raw, csv, json).
 --latency-history   the live line, closed every 15 s (or -i) with its range.
 --cluster <verb>    cluster manager verbs (create, check, info, call, leave),
-                    registered in CLUSTER_VERBS; they live in cluster_verbs.py
+                    described in options.CLUSTER_VERBS; they live in cluster_verbs.py
                     and cluster_leave.py, on the helpers of cluster.py.
 """
 
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from disque_cli.connection import Disconnected, Session
+from disque_cli.options import CLUSTER_VERBS, ClusterVerb, cluster_verb
 from disque_cli.render import Mode, parse_info
 from disque_cli.replies import ErrorReply
 
@@ -206,57 +207,56 @@ def run_monitor_mode(session: Session, config: Config) -> int:
 
 # ---- --cluster -----------------------------------------------------------------------
 
-def _verb(module: str, name: str, options: bool = True) -> Callable[[Config, list[bytes]], int]:
+def _verb(module: str, name: str) -> Callable[[Config, ClusterVerb], int]:
     """A verb of cluster_verbs / cluster_leave, imported when used."""
-    def run(config: Config, args: list[bytes]) -> int:
+    def run(config: Config, verb: ClusterVerb) -> int:
         import importlib
 
         from disque_cli.cluster import verb_args
         function = getattr(importlib.import_module(f"disque_cli.{module}"), name)
-        return function(verb_args(config, args, options=options))
+        return function(verb_args(config, config.args, verb))
     return run
 
 
-CLUSTER_VERBS: dict[str, tuple[str, Callable[[Config, list[bytes]], int]]] = {
-    "create": ("host1:port1 ... hostN:portN [--timeout SECS]",
-               _verb("cluster_verbs", "cluster_create")),
-    "check": ("host:port [--timeout SECS]", _verb("cluster_verbs", "cluster_check")),
-    "info": ("host:port", _verb("cluster_verbs", "cluster_info")),
-    "call": ("host:port command arg arg .. arg",
-             _verb("cluster_verbs", "cluster_call", options=False)),
-    "leave": ("host:port [--yes] [--shutdown] [--timeout SECS]",
-              _verb("cluster_leave", "cluster_leave")),
+# The verbs themselves (arguments, options, help) are in options.CLUSTER_VERBS.
+VERB_RUNNERS: dict[str, Callable[[Config, ClusterVerb], int]] = {
+    "create": _verb("cluster_verbs", "cluster_create"),
+    "check": _verb("cluster_verbs", "cluster_check"),
+    "info": _verb("cluster_verbs", "cluster_info"),
+    "call": _verb("cluster_verbs", "cluster_call"),
+    "leave": _verb("cluster_leave", "cluster_leave"),
 }
 
 CLUSTER_HELP_NOTES = """For check, info and call, host:port is any node of the cluster (or -h/-p).
 --timeout: create: seconds to wait for the full mesh (default 30); leave: for
 the node to drain (default: no limit); check, info: for each node's replies
-(default 5); call: for each node's reply (default: no limit).
-leave: --yes skips the confirmation, --shutdown stops the node at the end.
+(default 5); call: for each node's reply (default: no limit, give it before
+--cluster). leave: --yes skips the confirmation, --shutdown stops the node.
+TLS (--tls, --cacert, ...) and the password (-a) apply to every node.
 Output: tables on a terminal, plain text in a pipe, --csv and --json for data.
 """
 
 
 def cluster_help() -> str:
     lines = ["Cluster Manager Commands:"]
-    for verb, (usage, _fn) in CLUSTER_VERBS.items():
-        lines.append(f"  {verb:<14}{usage}")
+    for verb in CLUSTER_VERBS:
+        lines.append(f"  {verb.name:<14}{verb.usage.split(' ', 1)[1]}")
     lines.append("  help")
     return "\n".join(lines) + "\n\n" + CLUSTER_HELP_NOTES
 
 
-def cluster_command(verb: str, config: Config) -> int:
-    if verb.lower() == "help":
+def cluster_command(name: str, config: Config) -> int:
+    if name.lower() == "help":
         sys.stdout.write(cluster_help())
         return 0
-    entry = CLUSTER_VERBS.get(verb.lower())
-    if entry is None:
-        print(f"Unknown --cluster subcommand '{verb}'", file=sys.stderr)
+    verb = cluster_verb(name)
+    if verb is None:
+        print(f"Unknown --cluster subcommand '{name}'", file=sys.stderr)
         sys.stderr.write(cluster_help())
         return 1
     from disque_cli.cluster import VerbError
     try:
-        return entry[1](config, config.args)
+        return VERB_RUNNERS[verb.name](config, verb)
     except VerbError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -5,8 +5,8 @@ per node and never fatal: a node that cannot be reached, times out or
 refuses AUTH becomes one `NodeDown` with one clear line, and the verb goes
 on with the others.
 
-    Member          one node: a `Session` (same auth as the rest of the
-                    CLI) with a reply timeout, plus what we learnt of it
+    Member          one node: a `Session` (same auth and TLS as the rest of
+                    the CLI) with a reply timeout, plus what we learnt of it
     ViewEntry       one line of CLUSTER NODES
     discover()      the members a seed node knows
     Output          findings (`[OK]`, `[ERR]`, `[WARN]`) and node tables:
@@ -27,13 +27,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
-
-from disque_cli.connection import Disconnected, Endpoint, Session, _reason
+from disque_cli.connection import Disconnected, Endpoint, Session
+from disque_cli.options import OUTPUT_FLAGS, ClusterVerb
 from disque_cli.render import Mode, parse_info
-from disque_cli.replies import ErrorReply, Reply, TypedRESP2Parser
+from disque_cli.replies import ErrorReply, Reply
+from disque_common.tls import TLS, closed_hint
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -42,6 +40,7 @@ if TYPE_CHECKING:
 
 NODE_TIMEOUT = 5.0    # seconds to connect to a node and for each of its replies
 ID_PREFIX = 8         # characters of a node ID shown in tables
+CLOSED = "the node closed the connection"   # what why() makes of a hang-up
 
 
 class NodeDown(Exception):
@@ -84,27 +83,15 @@ def resolve_ip(host: str) -> str:
 # ---- one node ----------------------------------------------------------------------
 
 class NodeSession(Session):
-    """A Session whose replies time out: a paused node must not hang the tool."""
+    """A Session whose replies time out (a paused node must not hang the tool) and
+    whose failed AUTH is fatal (the node's findings would be NOAUTH errors)."""
 
     def __init__(self, endpoint: Endpoint, timeout: float | None) -> None:
-        super().__init__(endpoint, connect_timeout=timeout or NODE_TIMEOUT)
-        self.reply_timeout = timeout
+        super().__init__(endpoint, connect_timeout=timeout or NODE_TIMEOUT,
+                         reply_timeout=timeout)
 
     def connect(self) -> None:
-        self.close()
-        pool = redis.ConnectionPool(
-            host=self.endpoint.host, port=self.endpoint.port, protocol=2,
-            parser_class=TypedRESP2Parser, socket_timeout=self.reply_timeout,
-            socket_connect_timeout=self.connect_timeout, socket_keepalive=True,
-            retry=Retry(NoBackoff(), 0), driver_info=None)
-        try:
-            client = redis.Redis(connection_pool=pool, single_connection_client=True)
-        except (redis.RedisError, OSError) as exc:
-            pool.disconnect()
-            raise Disconnected(f"Could not connect to Disque at {self.endpoint.label}: "
-                               f"{_reason(exc)}") from None
-        client.response_callbacks.clear()
-        self._client = client
+        self.open()
         if self.endpoint.password is not None:
             reply = self.call("AUTH", self.endpoint.password)
             if isinstance(reply, ErrorReply):
@@ -119,8 +106,10 @@ def why(exc: Disconnected, timeout: float | None) -> str:
     text = re.sub(r"^Error: ", "", text)
     if "timed out" in text.lower():
         return f"no reply within {timeout or NODE_TIMEOUT:g}s (node paused or overloaded?)"
-    if text == "Server closed the connection":
-        return "the node closed the connection"
+    # A hang-up shows during the connection or at the first reply, depending on
+    # timing (a TLS session refused after its handshake): one wording for both.
+    if text in ("Server closed the connection", "cannot connect: Connection closed by server."):
+        return CLOSED
     return text
 
 
@@ -128,11 +117,12 @@ class Member:
     """One node of the cluster as the tool sees it."""
 
     def __init__(self, host: str, port: int, password: str | None,
-                 timeout: float | None = NODE_TIMEOUT, node_id: str | None = None) -> None:
+                 timeout: float | None = NODE_TIMEOUT, node_id: str | None = None,
+                 tls: TLS | None = None) -> None:
         self.host = host
         self.port = port
         self.timeout = timeout
-        self.session = NodeSession(Endpoint(host, port, password), timeout)
+        self.session = NodeSession(Endpoint(host, port, password, tls), timeout)
         self.id = node_id
         self.expected_id: str | None = None
         self.error: str | None = None      # why it could not be reached, if so
@@ -151,6 +141,23 @@ class Member:
     @property
     def up(self) -> bool:
         return self.error is None
+
+    @property
+    def tls(self) -> TLS | None:
+        return self.session.endpoint.tls
+
+    def sibling(self, host: str, port: int, node_id: str | None = None) -> Member:
+        """Another node of the cluster, reached with this one's password, TLS settings
+        and timeout (a node the seed lists, say)."""
+        return Member(host or self.host, port, self.session.endpoint.password, self.timeout,
+                      node_id, self.tls)
+
+    def cli(self, *command: str) -> str:
+        """A `disque` command line for this node, for hints (TLS options included,
+        never the password)."""
+        words = ["disque", "-h", self.host, "-p", str(self.port), *tls_words(self.tls),
+                 *command]
+        return " ".join(words)
 
     def call(self, *args: Any) -> Reply:
         try:
@@ -178,10 +185,15 @@ class Member:
             if with_info:
                 self.info = flat_info(self.text("INFO"))
         except NodeDown as exc:
-            self.error = str(exc)
+            self.error = self._hint(str(exc))
             return False
         self.error = None
         return True
+
+    def _hint(self, error: str) -> str:
+        # A node that hangs up on its first command says nothing of why: a plain
+        # client at a tls-port, or a TLS client without the certificate it requires.
+        return error + closed_hint(self.tls) if error == CLOSED else error
 
     def myself(self) -> ViewEntry | None:
         return next((entry for entry in self.view if entry.myself), None)
@@ -194,6 +206,17 @@ class Member:
 
     def close(self) -> None:
         self.session.close()
+
+
+def tls_words(tls: TLS | None) -> list[str]:
+    """The options that give `tls` to disque: `--tls --cacert ca.crt`, or []."""
+    if tls is None:
+        return []
+    words = ["--tls"]
+    for flag, value in (("--cacert", tls.cacert), ("--cert", tls.cert), ("--key", tls.key)):
+        if value:
+            words += [flag, value]
+    return words + (["--insecure"] if tls.insecure else [])
 
 
 def _text(data: bytes) -> str:
@@ -258,20 +281,44 @@ def parse_nodes(text: str) -> list[ViewEntry]:
     return entries
 
 
-def discover(seed: Member, password: str | None,
-             timeout: float | None = NODE_TIMEOUT) -> list[Member]:
+def discover(seed: Member) -> list[Member]:
     """The seed (already refreshed) and every other node it knows, seed first.
 
     Nodes still in handshake have no real ID yet: they are left out.
     """
     members = [seed]
+    where = tls_addresses(seed)
     for entry in seed.view:
         if entry.myself or entry.handshake:
             continue
-        members.append(Member(entry.host or seed.host, entry.port, password, timeout,
-                              node_id=entry.id))
+        host, port = where.get(entry.id, (entry.host, entry.port))
+        members.append(seed.sibling(host, port, node_id=entry.id))
     members[1:] = sorted(members[1:], key=lambda member: (member.host, member.port))
     return members
+
+
+def tls_addresses(seed: Member) -> dict[str, tuple[str, int]]:
+    """Node ID -> where to reach it over TLS, which is not what CLUSTER NODES says.
+
+    CLUSTER NODES lists client ports. Over TLS, HELLO lists each node's tls-port
+    (where the node announced one), so the other nodes are reached there; a
+    node without one stays at its plain port and fails its handshake with a
+    clear line. Best effort: no HELLO, no change.
+    """
+    if seed.tls is None:
+        return {}
+    try:
+        reply = seed.call("HELLO")
+    except NodeDown:
+        return {}
+    found: dict[str, tuple[str, int]] = {}
+    for entry in reply[2:] if isinstance(reply, list) else []:
+        if isinstance(entry, list) and len(entry) >= 3:
+            node_id, host, port = (_text(field) if isinstance(field, bytes) else str(field)
+                                   for field in entry[:3])
+            if port.isdigit():
+                found[node_id] = (host, int(port))
+    return found
 
 
 # ---- verb arguments -----------------------------------------------------------------
@@ -291,35 +338,53 @@ class VerbArgs:
     def password(self) -> str | None:
         return self.config.endpoint.password
 
+    @property
+    def tls(self) -> TLS | None:
+        return self.config.endpoint.tls
 
-TRAILING_FLAGS = {"--yes": "yes", "--cluster-yes": "yes", "--shutdown": "shutdown"}
-TRAILING_MODES = {"--raw": Mode.RAW, "--no-raw": Mode.STANDARD, "--csv": Mode.CSV,
-                  "--json": Mode.JSON}
+    def member(self, host: str, port: int, timeout: float | None = NODE_TIMEOUT) -> Member:
+        """A node named on the command line, reached with the CLI's password and TLS."""
+        return Member(host, port, self.password, timeout, tls=self.tls)
 
 
-def verb_args(config: Config, args: Sequence[bytes], options: bool = True) -> VerbArgs:
-    """Split the words after the verb; `options`: also take --yes, --timeout N, ...
-    from among them (not for `call`, whose words are a command)."""
+TRAILING_FIELDS = {"--yes": "yes", "--shutdown": "shutdown", "--timeout": "timeout"}
+TRAILING_MODES = {flag: Mode(value) for flag, value in OUTPUT_FLAGS.items()}
+
+
+def trailing_options(verb: ClusterVerb) -> dict[str, str]:
+    """Spelling -> VerbArgs field of the options `verb` takes after its arguments."""
+    accepted: dict[str, str] = {}
+    for opt in verb.options:
+        for spelling in (opt.flag, *opt.aliases):
+            accepted[spelling] = TRAILING_FIELDS[opt.flag]
+    return accepted
+
+
+def verb_args(config: Config, args: Sequence[bytes], verb: ClusterVerb) -> VerbArgs:
+    """Split the words after the verb, taking its options (--yes, --timeout N, an
+    output format) from among them; `call` takes none: its words are a command."""
     words = [arg.decode("utf-8", errors="surrogateescape") for arg in args]
     parsed = VerbArgs([], config, yes=bool(config.cluster_yes),
                       shutdown=bool(config.cluster_shutdown),
                       timeout=config.cluster_timeout, mode=config.mode)
+    accepted = trailing_options(verb)
     i = 0
     while i < len(words):
         word = words[i]
-        if not options or not word.startswith("--"):
+        if not verb.trailing or not word.startswith("--"):
             parsed.words.append(word)
-        elif word in TRAILING_FLAGS:
-            setattr(parsed, TRAILING_FLAGS[word], True)
         elif word in TRAILING_MODES:
             parsed.mode = TRAILING_MODES[word]
-        elif word in ("--timeout", "--cluster-timeout"):
+        elif accepted.get(word) == "timeout":
             if i + 1 == len(words):
                 raise VerbError(f"{word} needs a number of seconds")
             parsed.timeout = seconds(words[i + 1])
             i += 1
+        elif word in accepted:
+            setattr(parsed, accepted[word], True)
         else:
-            raise VerbError(f"Unrecognized option for --cluster: '{word}'")
+            raise VerbError(f"Unrecognized option for --cluster {verb.name}: '{word}' "
+                            f"(usage: disque --cluster {verb.usage})")
         i += 1
     if parsed.timeout is not None and parsed.timeout < 0:
         raise VerbError("--timeout must be 0 (no limit) or more seconds")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from disque_cli.cluster import (
+    CLOSED,
     ID_PREFIX,
     Column,
     Member,
@@ -76,19 +77,19 @@ def cluster_leave(parsed: VerbArgs) -> int:
         raise VerbError(f"Unexpected arguments: {' '.join(parsed.words)}\n"
                         f"Usage: disque --cluster {USAGE}")
     out = Output(parsed.mode)
-    target = Member(host, port, parsed.password)
+    target = parsed.member(host, port)
     if not target.refresh():
         out.error(f"{target.label}: {target.error}")
         out.line("Nothing was changed.")
         return 1
-    members = discover(target, parsed.password)
+    members = discover(target)
     try:
         return Leave(out, parsed, members).run()
     except KeyboardInterrupt:
         out.line("")
         out.error(f"Interrupted. {target.name} may be left in leaving state: run this "
-                  f"command again to go on, or undo with `disque -h {target.host} -p "
-                  f"{target.port} cluster leaving no`.")
+                  f"command again to go on, or undo with "
+                  f"`{target.cli('cluster', 'leaving', 'no')}`.")
         return 130
     finally:
         for member in members:
@@ -268,7 +269,7 @@ class Leave:
         out.error(f"{plural(remaining, 'job')} still on {target.label} after {timeout:g}s. "
                   "It was not forgotten and stays in leaving state: start consumers on the "
                   "other nodes and run this command again, or undo with "
-                  f"`disque -h {target.host} -p {target.port} cluster leaving no`.")
+                  f"`{target.cli('cluster', 'leaving', 'no')}`.")
         self.mine.fail(f"{plural(remaining, 'job')} left after {timeout:g}s")
         return False
 
@@ -337,15 +338,14 @@ class Leave:
         if not self.target_gone:
             # Nodes may have joined meanwhile: forget it there too.
             try:
-                known = {member.id for member in self.others}
-                for entry in _view(target):
-                    if not entry.myself and not entry.handshake and entry.id not in known:
-                        member = Member(entry.host or target.host, entry.port,
-                                        self.parsed.password, node_id=entry.id)
-                        self.others.append(member)
-                        self.results.append(Result(member, "other"))
+                target.view = _view(target)
             except NodeDown:
                 pass
+            known = {member.id for member in self.others}
+            for member in discover(target)[1:]:
+                if member.id not in known:
+                    self.others.append(member)
+                    self.results.append(Result(member, "other"))
         for member in self.others:
             result = self.result_of(member)
             try:
@@ -379,7 +379,7 @@ class Leave:
         try:
             reply = target.call("SHUTDOWN")
         except NodeDown as exc:
-            if str(exc) != "the node closed the connection":
+            if str(exc) != CLOSED:
                 self.mine.fail(f"SHUTDOWN failed: {exc}")
                 out.error(f"{target.name}: SHUTDOWN: {exc}")
                 return
@@ -418,7 +418,7 @@ class Leave:
         if not failed:
             tail = "" if self.parsed.shutdown else (
                 f" It is still running, out of the cluster: stop it with "
-                f"`disque -h {target.host} -p {target.port} shutdown`.")
+                f"`{target.cli('shutdown')}`.")
             out.ok(f"{target.name} left the cluster.{tail}")
             return 0
         out.error(f"The removal of {target.name} did not complete: see above.")

@@ -14,6 +14,7 @@ from typing import Any
 
 from disque_cli import commands
 from disque_cli.cluster import (
+    CLOSED,
     ID_PREFIX,
     NODE_TIMEOUT,
     Column,
@@ -86,11 +87,11 @@ def open_seed(parsed: VerbArgs, out: Output, usage: str,
               timeout: float = NODE_TIMEOUT) -> list[Member] | None:
     """The seed node and the nodes it knows; None (after an [ERR]) if it is unreachable."""
     host, port = seed_address(parsed, usage)
-    seed = Member(host, port, parsed.password, timeout)
+    seed = parsed.member(host, port, timeout)
     if not seed.refresh():
         out.error(f"{seed.label}: {seed.error}")
         return None
-    return discover(seed, parsed.password, seed.timeout)
+    return discover(seed)
 
 
 # ---- create -------------------------------------------------------------------------
@@ -108,7 +109,7 @@ def cluster_create(parsed: VerbArgs) -> int:
         raise VerbError("Usage: disque --cluster create host1:port1 host2:port2 ... "
                         "(at least two nodes)")
     timeout = CREATE_TIMEOUT if parsed.timeout is None else parsed.timeout
-    members = [Member(host, port, parsed.password) for host, port in addresses]
+    members = [parsed.member(host, port) for host, port in addresses]
     try:
         return _create(out, members, timeout)
     finally:
@@ -137,7 +138,7 @@ def _create(out: Output, members: list[Member], timeout: float) -> int:
         if any(entry.id == member.id for entry in first.view):
             continue
         try:
-            reply = first.call("CLUSTER", "MEET", resolve_ip(member.host), member.port)
+            reply = first.call("CLUSTER", "MEET", resolve_ip(member.host), meet_port(member))
         except NodeDown as exc:
             out.error(f"{first.name}: {exc}")
             return 1
@@ -156,6 +157,16 @@ def _create(out: Output, members: list[Member], timeout: float) -> int:
     print_nodes(out, members, f"Cluster of {len(members)} nodes", observer=first)
     out.ok(f"All {len(members)} nodes know and reach each other.")
     return 0
+
+
+def meet_port(member: Member) -> int:
+    """The port to give CLUSTER MEET. Over TLS the address given is the node's
+    tls-port, while MEET wants its client port (the bus listens at client port +
+    10000): the one the node lists for itself."""
+    own = member.myself()
+    if member.tls is None or own is None or not own.port:
+        return member.port
+    return own.port
 
 
 def mesh_problems(members: Sequence[Member]) -> list[str]:
@@ -385,7 +396,7 @@ def _call(out: Output, parsed: VerbArgs, members: list[Member]) -> int:
         try:
             reply = member.call(*argv)
         except NodeDown as exc:
-            if name == "shutdown" and str(exc) == "the node closed the connection":
+            if name == "shutdown" and str(exc) == CLOSED:
                 reply = Status(b"OK (the node shut down)")
             else:
                 out.error(f"{member.name}: {exc}")

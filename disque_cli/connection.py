@@ -84,9 +84,11 @@ class Session:
     """One connection to a node, reconnected on demand (one attempt per command)."""
 
     def __init__(self, endpoint: Endpoint, *, warn: Callable[[str], None] | None = None,
-                 connect_timeout: float | None = None) -> None:
+                 connect_timeout: float | None = None,
+                 reply_timeout: float | None = None) -> None:
         self.endpoint = endpoint
         self.connect_timeout = connect_timeout
+        self.reply_timeout = reply_timeout   # None: wait for replies (blocking GETJOB)
         self._warn = warn or (lambda line: print(line, file=sys.stderr))
         self._client: redis.Redis | None = None
 
@@ -97,10 +99,19 @@ class Session:
 
     def connect(self) -> None:
         """Connect (and AUTH) now; raise Disconnected with redis-cli's message."""
+        self.open()
+        if self.endpoint.password is not None:
+            reply = self.call("AUTH", self.endpoint.password)
+            if isinstance(reply, ErrorReply):
+                self._warn(f"AUTH failed: {reply.text}")
+
+    def open(self) -> None:
+        """Connect, over TLS if the endpoint says so, without AUTH; raise Disconnected
+        with redis-cli's message (a failed handshake included)."""
         self.close()
         pool = redis.ConnectionPool(
             host=self.endpoint.host, port=self.endpoint.port, protocol=2,
-            parser_class=TypedRESP2Parser, socket_timeout=None,
+            parser_class=TypedRESP2Parser, socket_timeout=self.reply_timeout,
             socket_connect_timeout=self.connect_timeout, socket_keepalive=True,
             retry=Retry(NoBackoff(), 0), driver_info=None,
             **(self.endpoint.tls.pool_kwargs() if self.endpoint.tls else {}))
@@ -112,10 +123,6 @@ class Session:
                                f"{_reason(exc)}") from None
         client.response_callbacks.clear()  # raw replies: the renderer decides
         self._client = client
-        if self.endpoint.password is not None:
-            reply = self.call("AUTH", self.endpoint.password)
-            if isinstance(reply, ErrorReply):
-                self._warn(f"AUTH failed: {reply.text}")
 
     def ensure_connected(self) -> None:
         if not self.connected:

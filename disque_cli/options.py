@@ -2,7 +2,9 @@
 
 One table feeds the option parser (main.py), `disque --help`, the
 completion scripts and the man page. Spellings and meanings follow
-redis-cli: `-h` is the host, `--help` the help.
+redis-cli: `-h` is the host, `--help` the help. CLUSTER_VERBS does the same
+for the verbs of --cluster: their parser (cluster.verb_args), `--cluster
+help`, the completion scripts and the man page's CLUSTER MANAGER section.
 """
 
 from __future__ import annotations
@@ -111,6 +113,80 @@ OPTIONS: tuple[CliOption, ...] = (
 )
 
 SECTIONS = ("connection", "commands", "output", "modes", "misc")
+
+
+# ---- the cluster manager's verbs ----------------------------------------------------
+
+@dataclass(frozen=True)
+class VerbOption:
+    """An option given after a --cluster verb's arguments (`leave HOST:PORT --yes`)."""
+
+    flag: str
+    help: str
+    metavar: str | None = None
+    aliases: tuple[str, ...] = ()    # redis-cli's spellings, accepted, not advertised
+
+
+@dataclass(frozen=True)
+class ClusterVerb:
+    """`disque --cluster NAME ARGS [OPTIONS]`."""
+
+    name: str
+    args: str                        # its arguments, as the usage line shows them
+    brief: str                       # a few words, for completion menus
+    summary: str
+    options: tuple[VerbOption, ...] = ()
+    trailing: bool = True            # False: the words after the address are a command
+
+    @property
+    def usage(self) -> str:
+        extra = "".join(f" [{opt.flag}{' ' + opt.metavar.upper() if opt.metavar else ''}]"
+                        for opt in self.options)
+        return f"{self.name} {self.args}{extra}"
+
+
+def _timeout(what: str) -> VerbOption:
+    return VerbOption("--timeout", f"Seconds {what}; 0: no limit.", "secs",
+                      aliases=("--cluster-timeout",))
+
+
+CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
+    ClusterVerb("create", "host1:port1 ... hostN:portN", "Join nodes into a cluster",
+                "Join the nodes into one cluster: the first one meets the others (CLUSTER "
+                "MEET), then wait until every node knows and reaches every other one.",
+                (_timeout("to wait for the full mesh (default 30)"),)),
+    ClusterVerb("check", "host:port", "Check the health of the cluster",
+                "Check the cluster seen from one node: every node reachable, every node "
+                "knowing the same members, none flagged PFAIL or FAIL; warn about "
+                "handshakes, lost links and leaving nodes.",
+                (_timeout("to wait for the replies of each node (default 5)"),)),
+    ClusterVerb("info", "host:port", "Jobs, queues and load of every node",
+                "Jobs, queues, clients, blocked clients, memory and operations per second "
+                "of every node, with the totals.",
+                (_timeout("to wait for the replies of each node (default 5)"),)),
+    ClusterVerb("call", "host:port command [arg ...]", "Run a command on every node",
+                "Run a command on every node and print each node's reply. The words after "
+                "host:port are the command: give options before --cluster "
+                "(--timeout: seconds for each reply, default no limit).",
+                trailing=False),
+    ClusterVerb("leave", "host:port", "Remove a node without losing jobs",
+                "Remove the node at host:port without losing a job: CLUSTER LEAVING yes, "
+                "wait for its jobs to drain, CLUSTER FORGET it on every other node.",
+                (VerbOption("--yes", "Do not ask for confirmation.", aliases=("--cluster-yes",)),
+                 VerbOption("--shutdown", "SHUTDOWN the node once the others forgot it."),
+                 _timeout("to wait for the node to drain (default: no limit); past it, stop "
+                          "before forgetting it"))),
+)
+
+# What every verb but call also takes after its arguments: the output formats.
+OUTPUT_FLAGS: dict[str, str] = {flag: str(opt.flag_value) for opt in OPTIONS
+                                if opt.dest == "output" for flag in opt.flags}
+
+CLUSTER_HELP_VERB = ("help", "List the verbs and their arguments")
+
+
+def cluster_verb(name: str) -> ClusterVerb | None:
+    return next((verb for verb in CLUSTER_VERBS if verb.name == name.lower()), None)
 
 # The TLS options, which disque-tui takes too: same flags, same meaning.
 TLS_DESTS = ("tls", "cacert", "cert", "key", "insecure")

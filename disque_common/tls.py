@@ -127,3 +127,13 @@ def handshake_failure(exc: BaseException) -> str | None:
             return f"TLS handshake failed: {reason}"
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def closed_hint(tls: TLS | None) -> str:
+    """Why a node may hang up before its first reply, as far as TLS goes: the text to
+    append to "Connection closed by server", or ""."""
+    if tls is None:   # a TLS port drops a client that does not start with a handshake
+        return " (is it a TLS port? see --tls)"
+    if tls.cert is None:   # tls-auth-clients: the node ends the session, not the handshake
+        return " (does the node require a client certificate? see --cert and --key)"
+    return ""

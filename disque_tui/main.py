@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from disque_cli.options import OPTIONS, TLS_DESTS
-from disque_common.tls import TLS, TLSError, handshake_failure
+from disque_common.tls import TLS, TLSError, closed_hint, handshake_failure
 
 PROG = "disque-tui"
 
@@ -114,15 +114,6 @@ def probe(host: str, port: int, password: str | None, timeout: float,
     if not isinstance(reply, list) or len(reply) < 2:
         return "not a Disque node (unexpected HELLO reply)"
     return None
-
-
-def closed_hint(tls: TLS | None) -> str:
-    """Why a node may hang up before its first reply, as far as TLS goes."""
-    if tls is None:   # a TLS port drops a client that does not start with a handshake
-        return " (is it a TLS port? see --tls)"
-    if tls.cert is None:   # tls-auth-clients: the node ends the session, not the handshake
-        return " (does the node require a client certificate? see --cert and --key)"
-    return ""
 
 
 def main(argv: list[str] | None = None) -> int:

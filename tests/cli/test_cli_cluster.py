@@ -105,6 +105,9 @@ def test_cluster_usage_errors(run_cli) -> None:
         (["--cluster", "check"], "Usage: disque --cluster check host:port"),
         (["--cluster", "leave", "127.0.0.1:7711", "--bogus"], "Unrecognized option"),
         (["--cluster", "leave", "127.0.0.1:7711", "--timeout", "soon"], "Invalid number"),
+        (["--cluster", "check", "127.0.0.1:7711", "--shutdown"],
+         "Unrecognized option for --cluster check: '--shutdown' (usage: disque --cluster "
+         "check host:port [--timeout SECS])"),
         (["--cluster", "frobnicate"], "Unknown --cluster subcommand 'frobnicate'"),
     ]
     for args, message in cases:
@@ -114,6 +117,7 @@ def test_cluster_usage_errors(run_cli) -> None:
     listing = run_cli("--cluster", "help")
     assert listing.returncode == 0
     assert all(verb in listing.out for verb in ("create", "check", "info", "call", "leave"))
+    assert "  leave         host:port [--yes] [--shutdown] [--timeout SECS]\n" in listing.out
 
 
 # ---- check ----------------------------------------------------------------------------

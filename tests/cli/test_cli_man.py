@@ -62,3 +62,6 @@ def test_page_contents() -> None:
     assert "disque.conf(5)" in server and "--directive value" in server
     cli = render("man/disque.1")
     assert "--cluster command" in cli and "--shutdown" in cli
+    manager = cli.split("\nCLUSTER MANAGER\n")[1].split("\nCOMMANDS\n")[0]
+    assert "leave host:port [--yes] [--shutdown] [--timeout secs]" in manager
+    assert "Removing a node" in manager and "[OK] 10.0.0.3:7711 shut down." in manager
