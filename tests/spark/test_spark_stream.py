@@ -1,33 +1,44 @@
-"""spark.readStream.format("disque"): GETJOB on the driver, ACKJOB after the batch commits."""
+"""spark.readStream.format("disque"): GETJOB on the driver, ACKJOB after the batch commits,
+NACK for what never commits, Trigger.AvailableNow."""
 
 from __future__ import annotations
 
 import pickle
+import signal
 import threading
 
 import pytest
 
 pytest.importorskip("pyspark")
 
-from nodes import wait_for  # noqa: E402
+from nodes import as_dict, wait_for  # noqa: E402
 from sparkhelpers import add_jobs, job_ids, seeds  # noqa: E402
 
 from disque_spark.client import DisqueError  # noqa: E402
-from disque_spark.source import SCHEMA, DisqueStreamReader  # noqa: E402
+from disque_spark.source import AVAILABLE_NOW_BASES, SCHEMA, DisqueStreamReader  # noqa: E402
+
+needs_available_now = pytest.mark.skipif(not AVAILABLE_NOW_BASES,
+                                         reason="Trigger.AvailableNow needs pyspark >= 4.2")
 
 
 class Collector:
     """A foreachBatch function remembering every row; optionally failing non-empty batches."""
 
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, on_first=None) -> None:
         self.rows: list = []
+        self.batches = 0            # non-empty ones
         self.fail = fail
+        self.on_first = on_first    # called once, after the first non-empty batch
         self.lock = threading.Lock()
 
     def __call__(self, df, batch_id: int) -> None:
         rows = df.collect()
         with self.lock:
             self.rows.extend(rows)
+            self.batches += bool(rows)
+        if rows and self.on_first is not None:
+            self.on_first, hook = None, self.on_first
+            hook()
         if self.fail and rows:
             raise RuntimeError("boom: this batch fails before it is committed")
 
@@ -39,16 +50,27 @@ class Collector:
 
 def start_stream(spark, nodes: str, queue: str, sink: Collector, checkpoint, trigger: str =
                  "200 milliseconds", **options):
+    """A foreachBatch query; trigger is a processing time, or "availableNow"."""
     reader = spark.readStream.format("disque").option("nodes", nodes).option("queue", queue)
     for key, value in options.items():
         reader = reader.option(key, str(value))
-    return (reader.load().writeStream.foreachBatch(sink)
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(processingTime=trigger).start())
+    writer = (reader.load().writeStream.foreachBatch(sink)
+              .option("checkpointLocation", str(checkpoint)))
+    if trigger == "availableNow":
+        return writer.trigger(availableNow=True).start()
+    return writer.trigger(processingTime=trigger).start()
 
 
 def no_jobs_left(nodes) -> bool:
     return not any(job_ids(n) for n in nodes)
+
+
+def qlen(nodes, queue: str) -> int:
+    return sum(n.call("QLEN", queue) for n in nodes)
+
+
+def nacks(node, ids) -> list[int]:
+    return [as_dict(node.call("SHOW", jid))[b"nacks"] for jid in ids]
 
 
 @pytest.mark.timeout(120)
@@ -81,17 +103,19 @@ def test_stream_delivers_each_job_once_and_acks_all(spark, start_cluster, tmp_pa
 @pytest.mark.timeout(120)
 def test_failed_batch_is_delivered_again(spark, start_node, tmp_path):
     node = start_node()
-    ids = add_jobs(node, "fq", [f"f{k}" for k in range(20)], "RETRY", 1)
+    # RETRY far away: only the NACK of the failed query can bring them back in time.
+    ids = add_jobs(node, "fq", [f"f{k}" for k in range(20)], "RETRY", 300)
     failing = Collector(fail=True)
     query = start_stream(spark, seeds(node), "fq", failing, tmp_path / "ck")
     with pytest.raises(Exception, match="boom"):
         query.awaitTermination(60)
     assert set(failing.ids) == set(ids)
-    # Never committed, so never acknowledged: the jobs are still there.
+    # Never committed, so never acknowledged: the jobs are still there, queued again.
     assert job_ids(node) == set(ids)
+    wait_for(lambda: qlen([node], "fq") == 20, 15, 0.1, "failed batch NACKed")
 
     # Same checkpoint: the failed batch is planned again (empty: its jobs were
-    # fetched by the previous reader) and Disque re-delivers them after RETRY.
+    # fetched by the previous reader) and the new reader gets them from the queue.
     sink = Collector()
     query = start_stream(spark, seeds(node), "fq", sink, tmp_path / "ck")
     try:
@@ -99,22 +123,26 @@ def test_failed_batch_is_delivered_again(spark, start_node, tmp_path):
         wait_for(lambda: no_jobs_left([node]), 30, 0.2, "every job acked")
     finally:
         query.stop()
-    assert all(r.additional_deliveries >= 1 for r in sink.rows)
+    assert all(r.nacks == 1 and r.additional_deliveries == 0 for r in sink.rows)
 
 
 @pytest.mark.timeout(120)
-def test_stream_stopped_before_commit_sees_jobs_again(spark, start_node, tmp_path):
+def test_stopped_stream_nacks_its_uncommitted_batch(spark, start_node, tmp_path):
     node = start_node()
-    ids = add_jobs(node, "stq", [f"s{k}" for k in range(10)], "RETRY", 2)
+    # RETRY far away: the jobs can only be back in time through a NACK.
+    ids = add_jobs(node, "stq", [f"s{k}" for k in range(10)], "RETRY", 300)
     first = Collector()
     # The next trigger (which would commit and ACK batch 0) is an hour away.
     query = start_stream(spark, seeds(node), "stq", first, tmp_path / "ck1", trigger="1 hour")
     try:
         wait_for(lambda: len(first.ids) == 10, 60, 0.2, "first delivery")
+        assert qlen([node], "stq") == 0 and nacks(node, ids) == [0] * 10
     finally:
         query.stop()
     assert set(first.ids) == set(ids)
-    assert job_ids(node) == set(ids)       # processed, but not acknowledged
+    # Processed but not committed: not acknowledged, queued again at once.
+    wait_for(lambda: qlen([node], "stq") == 10, 15, 0.1, "uncommitted jobs NACKed")
+    assert nacks(node, ids) == [1] * 10
 
     second = Collector()
     query = start_stream(spark, seeds(node), "stq", second, tmp_path / "ck2")
@@ -123,6 +151,35 @@ def test_stream_stopped_before_commit_sees_jobs_again(spark, start_node, tmp_pat
         wait_for(lambda: no_jobs_left([node]), 30, 0.2, "every job acked")
     finally:
         query.stop()
+    assert all(r.nacks == 1 for r in second.rows)
+
+
+@needs_available_now
+@pytest.mark.timeout(120)
+def test_available_now_drains_what_was_queued_at_start(spark, start_cluster, tmp_path):
+    cluster = start_cluster(2)
+    early = add_jobs(cluster[0], "aq", [f"e0-{k}" for k in range(20)])
+    early += add_jobs(cluster[1], "aq", [f"e1-{k}" for k in range(15)])
+    late: list[str] = []
+
+    def add_late() -> None:   # after the query started: beyond its target
+        for i, node in enumerate(cluster):
+            late.extend(add_jobs(node, "aq", [f"l{i}-{k}" for k in range(5)]))
+
+    sink = Collector(on_first=add_late)
+    query = start_stream(spark, seeds(cluster[0]), "aq", sink, tmp_path / "ck",
+                         trigger="availableNow", maxJobsPerTrigger=10, batchSize=4)
+    try:
+        assert query.awaitTermination(90), "the availableNow query did not end by itself"
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert sorted(sink.ids) == sorted(early)      # each job present at start, once
+    assert sink.batches >= 4                      # 35 jobs, at most 10 per batch
+    assert len(late) == 10 and qlen(cluster, "aq") == 10
+    # Every consumed job acked; the late ones wait, untouched.
+    wait_for(lambda: set().union(*(job_ids(n) for n in cluster)) == set(late), 10, 0.1,
+             "consumed jobs acked")
 
 
 # ---- the reader's offset protocol, driven by hand (no streaming engine) ----
@@ -162,6 +219,39 @@ def test_reader_offsets_commit_and_idle_bump(start_node):
         reader.stop()
 
 
-def test_stream_needs_a_queue():
+@needs_available_now
+@pytest.mark.timeout(30)
+def test_reader_available_now_target_and_nack_on_stop(start_node):
+    node = start_node()
+    ids = add_jobs(node, "vq", [f"v{k}" for k in range(5)], "RETRY", 300)
+    reader = DisqueStreamReader(SCHEMA, {"nodes": seeds(node), "queue": "vq,none",
+                                         "batchSize": "2", "maxJobsPerTrigger": "3"})
+    limit = reader.getDefaultReadLimit()
+    assert limit.max_rows == 3
+    try:
+        reader.prepareForTriggerAvailableNow()
+        late = add_jobs(node, "vq", ["late"], "RETRY", 300)
+        end1 = reader.latestOffset(reader.initialOffset(), limit)
+        end2 = reader.latestOffset(end1, limit)
+        batches = [[job["id"] for job in batch] for _, batch in reader.pending]
+        assert [len(b) for b in batches] == [3, 2] and sorted(sum(batches, [])) == sorted(ids)
+        assert signal.getsignal(signal.SIGTERM) == reader._on_sigterm
+        reader.commit(end1)
+        # Target reached: only the bump that lets Spark commit batch 2.
+        end3 = reader.latestOffset(end2, limit)
+        assert end3["seq"] == 3 and [seq for seq, _ in reader.pending] == [2]
+    finally:
+        reader.stop()          # batch 2 was never committed
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert job_ids(node) == set(batches[1]) | set(late)       # batch 1 acked
+    assert node.call("QLEN", "vq") == 3                        # NACKed, not left to RETRY
+    assert nacks(node, batches[1]) == [1, 1] and nacks(node, late) == [0]
+
+
+def test_stream_bad_options():
     with pytest.raises(DisqueError, match="needs option 'queue'"):
         DisqueStreamReader(SCHEMA, {"nodes": "127.0.0.1:7711"})
+    with pytest.raises(DisqueError, match="'maxJobsPerTrigger' must be >= 1, got 0"):
+        DisqueStreamReader(SCHEMA, {"queue": "q", "maxJobsPerTrigger": "0"})
+    with pytest.raises(DisqueError, match="'maxJobsPerTrigger' must be an integer"):
+        DisqueStreamReader(SCHEMA, {"queue": "q", "maxJobsPerTrigger": "lots"})
