@@ -6,7 +6,8 @@
     spark.read.format("disque").load()                                     # JSCAN snapshot
     spark.readStream.format("disque").option("queue", "q").load()          # GETJOB/ACKJOB
 
-See :mod:`disque_spark.source` for the options and the design, and
+See :mod:`disque_spark.source` for an overview (it names the module of each
+part, where its options and design are described), and
 ``python -m disque_spark.report`` for an example pipeline.
 """
 

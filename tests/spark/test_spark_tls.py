@@ -10,7 +10,9 @@ pytest.importorskip("pyspark")
 from sparkhelpers import job_ids  # noqa: E402
 
 from disque_spark.client import DisqueError  # noqa: E402
-from disque_spark.source import SCHEMA, DisqueStreamReader, _opt_tls  # noqa: E402
+from disque_spark.options import _opt_tls  # noqa: E402
+from disque_spark.schema import SCHEMA  # noqa: E402
+from disque_spark.stream import DisqueStreamReader  # noqa: E402
 
 
 def tls_options(certs: dict[str, str], tls_port: int) -> dict[str, str]:
