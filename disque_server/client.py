@@ -4,6 +4,12 @@
 lines), runs every complete command, and writes all replies produced by
 that read with one ``write``: pipelined requests cost one syscall.
 
+hiredis allocates room for an array as soon as it reads its count, so a
+few bytes can cost gigabytes and seconds. The headers that could make it
+do so (an array inside a request, a huge count) are looked at before
+hiredis reads them; see ``feed_more``. A read of plain requests is fed
+whole, as before: the checks cost one regular-expression scan per read.
+
 A client blocked in GETJOB (or a synchronous ADDJOB, in a cluster) stops
 executing commands; what it sends meanwhile is kept and run once the
 client is unblocked, as Redis does.
@@ -15,6 +21,7 @@ import asyncio
 import itertools
 import re
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +29,18 @@ import hiredis
 
 from disque_server import resp
 from disque_server.config import ConfigError, split_args
-from disque_server.resp import RESP2, Protocol
+from disque_server.resp import (
+    AGGREGATE_TYPES,
+    CUT,
+    RESP2,
+    RESP_TYPES,
+    STAR,
+    Framing,
+    Protocol,
+    byte_name,
+    count_problem,
+    next_array_header,
+)
 
 if TYPE_CHECKING:
     from disque_server.queue import Queue
@@ -32,51 +50,14 @@ MAX_INLINE = 64 * 1024
 QUERY_BUFFER_LIMIT = 1024 * 1024 * 1024
 MAX_MULTIBULK = 1024 * 1024
 PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
-SCAN_PENDING_MAX = 1024 * 1024        # look for absurd lengths in requests this small
-_SUSPICIOUS_COUNT = re.compile(rb"\n\*\d{7}")   # a header of 1,000,000+ elements, maybe
+SCAN_PENDING_MAX = 1024 * 1024        # past this, follow the request header by header instead
+FOLLOW_MAX_REQUESTS = 8               # ... or inside one after fewer requests than this
 OUTPUT_HIGH_WATER = 64 * 1024 * 1024   # stop reading a client that does not read
 DEFERRED_LIMIT = 1024 * 1024           # input kept for a blocked client before we stop reading
 
+_BIG_LENGTH = re.compile(rb"\$\d{9}")           # maybe over PROTO_MAX_BULK_LEN
+
 _client_ids = itertools.count(1)
-
-
-def multibulk_header_ok(data: bytes) -> bool:
-    """Refuse absurd array lengths before hiredis allocates room for them."""
-    end = data.find(b"\r", 1, 24)
-    if end < 0:
-        return len(data) < 24
-    count = data[1:end]
-    return not count.isdigit() or int(count) <= MAX_MULTIBULK
-
-
-def oversized_header(buf: bytes) -> str | None:
-    """Walk the (incomplete) requests in buf; name the first length over the limits."""
-    pos, size = 0, len(buf)
-    while pos < size:
-        end = buf.find(b"\r\n", pos)
-        if buf[pos:pos + 1] != b"*" or end < 0:
-            return None
-        count = buf[pos + 1:end]
-        if not count.isdigit():
-            return None
-        if int(count) > MAX_MULTIBULK:
-            return "invalid multibulk length"
-        pos = end + 2
-        for _ in range(int(count)):
-            end = buf.find(b"\r\n", pos)
-            if buf[pos:pos + 1] == b"*":
-                return "expected '$', got '*'"     # requests never nest arrays
-            if buf[pos:pos + 1] != b"$" or end < 0:
-                return None
-            length = buf[pos + 1:end]
-            if not length.isdigit():
-                return None
-            if int(length) > PROTO_MAX_BULK_LEN:
-                return "invalid bulk length"
-            pos = end + 2 + int(length) + 2
-            if pos > size:
-                return None
-    return None
 
 
 def encoded_length(request: list[bytes]) -> int:
@@ -110,13 +91,19 @@ class Client(asyncio.Protocol):
         self.id = next(_client_ids)
         self.reader = hiredis.Reader()
         self.inline_buf = b""
-        # Where the parser stands: at a request boundary, or inside a request
-        # made of these chunks, after these already executed requests.
+        # Where the parser stands: at a request boundary, or inside a request; then
+        # hiredis was given these pieces since the last boundary, and returned that many
+        # requests from them (or framing follows the stream, header by header).
         self.at_boundary = True
         self.pending: list[bytes] = []
         self.pending_len = 0
-        self.pending_requests: list[list[bytes]] = []
-        self.pending_dropped = False      # the request in progress grew too big to copy
+        self.pending_count = 0
+        self.framing: Framing | None = None
+        # The read being fed to hiredis piece by piece, where in it, and whether a
+        # request start was checked in it (clean: small arrays need no look).
+        self.chunk = b""
+        self.chunk_pos = 0
+        self.clean = False
         self.out: list[bytes] = []
         self.proto: Protocol = RESP2
         self.transport: asyncio.Transport | None = None
@@ -126,12 +113,14 @@ class Client(asyncio.Protocol):
         self.ctime = self.last_interaction = time.time()
         self.authenticated = not server.config["requirepass"]
         self.blocked: Blocked | None = None
-        self.deferred: list[bytes] = []
+        self.deferred: deque[bytes] = deque()   # reads not looked at yet (kept while blocked)
         self.deferred_len = 0
         self.monitor = False
         self.closing = False
         self.reading_paused = False
         self.last_cmd = b"NULL"
+        # No more than 29 attributes: past that, CPython 3.11 drops the compact layout
+        # of instance attributes, and each request costs 12% more in process_input.
 
     # ---- asyncio protocol interface -------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -177,55 +166,33 @@ class Client(asyncio.Protocol):
         self.server.stats.net_input_bytes += len(data)
         if self.closing:
             return
-        if self.blocked:
+        if self.blocked or self.deferred or self.chunk_pos < len(self.chunk):
+            # Kept in order: also a read that comes between an unblock and the resume
+            # it scheduled waits for the reads kept before it.
             self.deferred.append(data)
             self.deferred_len += len(data)
-            if self.deferred_len > DEFERRED_LIMIT and self.transport and not self.reading_paused:
-                self.reading_paused = True     # TCP back-pressure until it is unblocked
-                self.transport.pause_reading()
-            return
-        self.feed(data)
+            if self.blocked:
+                if (self.deferred_len > DEFERRED_LIMIT and self.transport
+                        and not self.reading_paused):
+                    self.reading_paused = True     # TCP back-pressure until unblocked
+                    self.transport.pause_reading()
+                return
+        else:
+            self.chunk, self.chunk_pos, self.clean = data, 0, False
+            if self.at_boundary and not self.inline_buf and not self.feed_more():
+                self.flush()                 # (a protocol error, or a cut header)
+                return
         self.process_input()
         self.flush()
 
     # ---- input --------------------------------------------------------------------
-    def feed(self, data: bytes) -> None:
-        if self.inline_buf or (self.at_boundary and data[:1] != b"*"):
-            self.inline_buf += data
-            return
-        if self.at_boundary and not multibulk_header_ok(data):
-            self.protocol_error("invalid multibulk length")
-            return
-        if _SUSPICIOUS_COUNT.search(data) and not self.pending_dropped:
-            # A huge array count inside the read: hiredis would allocate for it.
-            problem = oversized_header(data if self.at_boundary
-                                       else b"".join(self.pending) + data)
-            if problem:
-                self.protocol_error(problem)
-                return
-        self.at_boundary = False
-        self.reader.feed(data)
-        if self.reader.len() > QUERY_BUFFER_LIMIT:
-            self.protocol_error("query buffer limit reached")
-            return
-        # Keep a copy of the request in progress only while it is small: it serves
-        # the inline recovery and the length checks, which both look at headers.
-        if not self.pending_dropped:
-            self.pending.append(data)
-            self.pending_len += len(data)
-            if self.pending_len > SCAN_PENDING_MAX:
-                self.forget_pending(dropped=True)
-
-    def forget_pending(self, dropped: bool = False) -> None:
-        self.pending.clear()
-        self.pending_len = 0
-        self.pending_requests.clear()
-        self.pending_dropped = dropped
-
     def process_input(self) -> None:
+        """Run the complete requests of the input in order, until it is used up, the
+        client blocks or is closing."""
         while not self.blocked and not self.closing and self.transport is not None:
             if self.inline_buf:
-                if not self.process_inline():
+                if not self.process_inline() and (self.blocked or self.closing
+                                                  or not self.more_inline()):
                     return
                 continue
             try:
@@ -236,35 +203,199 @@ class Client(asyncio.Protocol):
                     return
                 continue
             if request is False:
-                if self.pending:
-                    problem = oversized_header(b"".join(self.pending))
-                    if problem:
-                        self.protocol_error(problem)
-                return
+                if self.at_boundary and self.chunk_pos >= len(self.chunk) and not self.deferred:
+                    return                   # all run (the common end of a read)
+                if not self.feed_more():
+                    return
+                continue
             if type(request) is not list or not all(type(a) is bytes for a in request):
                 self.protocol_error("expected a multibulk request of bulk strings")
                 return
             if not self.reader.has_data():
                 self.at_boundary = True
                 self.forget_pending()
-            elif not self.pending_dropped:
-                self.pending_requests.append(request)
+            else:
+                self.pending_count += 1
             if request:
                 self.execute(request)
 
+    def feed_more(self) -> bool:
+        """Give hiredis the next piece of input: the rest of the read, or up to the next
+        array header it must not read unchecked. False when there is nothing to give (all
+        used, or the rest of a header still to come) or the client is closing.
+
+        Such a header is looked at once hiredis has run everything before it, and its
+        state then says what the header is: at a request boundary, a request start (its
+        count is checked); everything consumed but no boundary, an element (an array:
+        refused); input left over, hiredis is inside a payload and the header is payload
+        bytes, so from there ``framing`` follows the stream header by header, checking
+        each one, to the next request boundary (it also skips payloads without looking
+        at them). Lengths do not make hiredis allocate: they are checked once the read is
+        used up and hiredis waits inside a request."""
+        while True:
+            chunk, pos = self.chunk, self.chunk_pos
+            if pos >= len(chunk):
+                # The read is used up inside a request. One of a few requests (big ones):
+                # follow it header by header, which skips its payload without scanning
+                # it, and checks its lengths. Else (a pipeline cut anywhere) only a bulk
+                # length that may go over PROTO_MAX_BULK_LEN needs a look; one cut by the
+                # end of the read goes unseen, which costs nothing but the early error:
+                # hiredis allocates nothing for a length, and QUERY_BUFFER_LIMIT holds.
+                if not self.at_boundary and self.framing is None and (
+                        self.pending_count < FOLLOW_MAX_REQUESTS or _BIG_LENGTH.search(chunk)):
+                    if not self.start_framing():
+                        return False
+                self.chunk, self.chunk_pos = b"", 0
+                if not self.deferred or not self.load_chunk():
+                    return False
+                continue
+            if self.at_boundary:
+                # What does not start with '*' is an inline command at the start of a
+                # read; further on, what hiredis does not know (RESP values are read,
+                # and refused when they are no array).
+                kind = chunk[pos]
+                if kind != STAR and (pos == 0 or kind not in RESP_TYPES):
+                    self.inline_buf, self.chunk, self.chunk_pos = chunk[pos:], b"", 0
+                    self.framing = None
+                    return True
+                if kind in AGGREGATE_TYPES and chunk[pos + 2:pos + 3] != b"\r":
+                    problem = count_problem(chunk, pos, MAX_MULTIBULK)
+                    if problem == CUT:
+                        if not self.load_chunk():
+                            return False
+                        continue
+                    if problem:
+                        self.protocol_error(problem)
+                        return False
+                self.framing = None
+                self.clean = True
+                end = next_array_header(chunk, pos + 1, True)
+            elif self.framing is not None:
+                # Up to a bad header: what comes before it runs first, then the walk
+                # from there finds it again.
+                end, outcome = self.framing.walk(chunk, pos, 1)
+                if end == pos:               # a bad header, or a boundary hiredis misses
+                    self.protocol_error("invalid request framing" if outcome in (
+                        Framing.END, Framing.BOUNDARY, Framing.INLINE) else outcome)
+                    return False
+            else:
+                end = next_array_header(chunk, pos, self.clean)
+                if end == pos:
+                    past = pos + 1
+                    if not self.reader.has_data():
+                        # All consumed: an element starts here, or the byte before was
+                        # the type of one, which hiredis takes at once ("+*123"). Fed
+                        # alone (no count line: no allocation), the array type byte is
+                        # kept unconsumed in the second case only.
+                        self.reader.feed(chunk, pos, 1)
+                        self.pending.append(chunk[pos:past])
+                        self.pending_len += 1
+                        try:                 # (hiredis reads at gets; nothing completes)
+                            self.reader.gets()
+                        except (hiredis.ProtocolError, ValueError, TypeError):
+                            pass             # (cannot happen: no CRLF was fed)
+                        if not self.reader.has_data():   # requests never nest arrays
+                            self.protocol_error(f"expected '$', got '{byte_name(chunk[pos])}'")
+                            return False
+                        self.chunk_pos = pos = past
+                    # Payload bytes. Follow the request header by header if that means
+                    # walking few requests; else feed on to the next header to look at
+                    # (a payload full of them costs 1 us each: 3 times what plain
+                    # requests cost per byte, no more).
+                    if self.pending_count < FOLLOW_MAX_REQUESTS:
+                        if not self.start_framing():
+                            return False
+                        continue
+                    end = next_array_header(chunk, past, self.clean)
+                    if end == pos:
+                        continue
+            if self.framing is None and self.pending and \
+                    self.pending_len + end - pos > SCAN_PENDING_MAX:
+                # A request too big to keep a copy of: follow it header by header.
+                if not self.start_framing():
+                    return False
+                continue
+            self.chunk_pos = end
+            self.at_boundary = False
+            if self.framing is not None:
+                self.reader.feed(chunk, pos, end - pos)
+            else:
+                piece = chunk if pos == 0 and end == len(chunk) else chunk[pos:end]
+                self.reader.feed(piece)
+                # A copy of what hiredis holds of the request in progress: it serves the
+                # inline recovery, and to start framing mid-request.
+                self.pending.append(piece)
+                self.pending_len += len(piece)
+            if self.reader.len() > QUERY_BUFFER_LIMIT:
+                self.protocol_error("query buffer limit reached")
+                return False
+            return True
+
+    def load_chunk(self) -> bool:
+        """Take the next read, after what is left of the current one (a header cut by
+        the end of the read): False when no read is waiting."""
+        if not self.deferred:
+            return False
+        data = self.deferred.popleft()
+        self.deferred_len -= len(data)
+        rest = self.chunk[self.chunk_pos:]
+        self.chunk = rest + data if rest else data
+        self.chunk_pos = 0
+        self.clean = False
+        return True
+
+    def start_framing(self) -> bool:
+        """Follow the stream header by header from here on. Where hiredis stands comes
+        from walking what it was given since the last request boundary."""
+        framing = Framing(MAX_MULTIBULK, PROTO_MAX_BULK_LEN)
+        _, outcome = framing.walk(b"".join(self.pending))
+        if outcome != Framing.END:
+            # An array nested in a request, small enough to pass unchecked: the request
+            # would be refused anyway.
+            self.protocol_error(outcome if outcome != Framing.INLINE
+                                else "invalid request framing")
+            return False
+        self.framing = framing
+        self.forget_pending()
+        return True
+
+    def forget_pending(self) -> None:
+        self.pending.clear()
+        self.pending_len = 0
+        self.pending_count = 0
+
     def recover_inline(self, error: str) -> bool:
         """An inline command right after multibulk ones in one read: hiredis cannot
-        parse it, so restart from where the last request ended, as an inline line."""
-        if "reply type byte" not in error or not self.pending or self.pending_dropped:
+        parse it, so restart from where the last request ended, as an inline line. That
+        is found by walking what hiredis was given since the last boundary as hiredis
+        did, past the requests it returned: they may use any encoding it accepts
+        (simple strings for bulk ones, and so on)."""
+        if "reply type byte" not in error or not self.pending:
             return False
-        done = sum(encoded_length(r) for r in self.pending_requests)
-        rest = b"".join(self.pending)[done:]
-        if not rest or rest[:1] == b"*":
-            return False
+        buf = b"".join(self.pending)
+        end, outcome = Framing(MAX_MULTIBULK, PROTO_MAX_BULK_LEN).walk(
+            buf, 0, self.pending_count)
+        if outcome != Framing.BOUNDARY or end >= len(buf) or buf[end] in RESP_TYPES:
+            return False                     # the bad byte is inside a request
+        self.inline_buf = buf[end:] + self.chunk[self.chunk_pos:]
+        self.chunk, self.chunk_pos = b"", 0
         self.reader = hiredis.Reader()
         self.at_boundary = True
+        self.clean = False
         self.forget_pending()
-        self.inline_buf = rest
+        return True
+
+    def more_inline(self) -> bool:
+        """Append the next read to the inline line in progress; False when none waits."""
+        if self.chunk_pos < len(self.chunk):
+            data = self.chunk[self.chunk_pos:]
+        elif self.deferred:
+            data = self.deferred.popleft()
+            self.deferred_len -= len(data)
+        else:
+            return False
+        self.chunk, self.chunk_pos = b"", 0
+        self.inline_buf += data
         return True
 
     def process_inline(self) -> bool:
@@ -274,9 +405,8 @@ class Client(asyncio.Protocol):
         try:
             while not self.blocked and not self.closing:
                 if buf[pos:pos + 1] == b"*":           # back to multibulk requests
-                    self.inline_buf, rest = b"", buf[pos:]
+                    self.inline_buf, self.chunk, self.chunk_pos = b"", buf[pos:], 0
                     buf, pos = b"", 0
-                    self.feed(rest)
                     return True
                 nl = buf.find(b"\n", pos)
                 if nl < 0:
@@ -370,23 +500,20 @@ class Client(asyncio.Protocol):
             self.server.acks.forget_wait(blocked.data)
         elif blocked.kind == "refill":
             blocked.data.waiters.pop(self, None)
-        if resume and (self.deferred or not self.at_boundary or self.inline_buf):
+        if resume and (self.deferred or not self.at_boundary or self.inline_buf
+                       or self.chunk_pos < len(self.chunk)):
             self.server.loop.call_soon(self.resume)
 
     def resume(self) -> None:
         """Run what the client sent while it was blocked."""
         if self.closing or self.blocked:
             return
-        deferred, self.deferred = self.deferred, []
-        self.deferred_len = 0
         if (self.reading_paused and self.transport is not None
                 and self.transport.get_write_buffer_size() < OUTPUT_HIGH_WATER):
             # Paused for the input kept while blocked; stay paused if the
             # client still does not read its replies (resume_writing resumes).
             self.reading_paused = False
             self.transport.resume_reading()
-        for data in deferred:
-            self.feed(data)
         self.process_input()
         self.flush()
 

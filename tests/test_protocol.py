@@ -137,6 +137,58 @@ def test_pipelined_inline_and_multibulk_mixed(node: Node) -> None:
     assert data == b"+PONG\r\n:0\r\n+PONG\r\n:0\r\n:0\r\n"
 
 
+def test_inline_after_requests_in_any_encoding_whatever_the_cuts(node: Node) -> None:
+    """Requests may use any encoding hiredis accepts (simple strings for bulk strings,
+    here with bytes that look like array headers): the inline command after them starts
+    where they end, wherever the stream is cut."""
+    payload = (b"*2\r\n+PING\r\n+a*123\r\n" + encode(["PING", "b%45|6~7>8"])
+               + b"*1\r\n+PING\r\nPING\r\n" + encode(["PING"]))
+    expected = b"$5\r\na*123\r\n$10\r\nb%45|6~7>8\r\n+PONG\r\n+PONG\r\n+PONG\r\n"
+    bad = []
+    for cut in range(len(payload)):
+        with socket.create_connection(("127.0.0.1", node.port), timeout=5) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            s.sendall(payload[:cut])
+            time.sleep(0.01)
+            s.sendall(payload[cut:])
+            reply = recv_until(s, 7)
+        if reply != expected:
+            bad.append((cut, reply))
+    assert not bad, bad
+
+
+def test_big_body_with_header_like_bytes_in_many_writes(node: Node, client: redis.Redis) -> None:
+    """A body of megabytes, full of bytes that look like RESP headers, sent in small
+    writes, then more requests: the node follows the request header by header."""
+    body = b"*2147483648\r\n*1\r\n~99\r\n$999999999\r\nPING\r\n" * 100_000   # 4.3 MB
+    payload = encode(["ADDJOB", "bigq", body, "0"]) + encode(["QLEN", "bigq"]) + b"PING\r\n"
+    with socket.create_connection(("127.0.0.1", node.port), timeout=30) as s:
+        for i in range(0, len(payload), 50_000):
+            s.sendall(payload[i:i + 50_000])
+        data = recv_until(s, 3, timeout=30)
+    assert data.startswith(b"+D-") and data.endswith(b"\r\n:1\r\n+PONG\r\n"), data[:200]
+    assert client.execute_command("GETJOB", "FROM", "bigq")[0][2] == body
+
+
+def test_pipelined_bodies_with_header_like_bytes_cut_anywhere(node: Node,
+                                                              client: redis.Redis) -> None:
+    bodies = [b"x*%d ~%d >%d %%%d |%d $%d" % (i, i, i, i, i, i * 10**9) for i in range(300)]
+    payload = b"".join(encode(["ADDJOB", "hdrq", b, "0"]) for b in bodies)
+    rng = random.Random(7)
+    cuts = sorted(rng.sample(range(1, len(payload)), 40))
+    with socket.create_connection(("127.0.0.1", node.port), timeout=10) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for a, b in zip([0, *cuts], [*cuts, len(payload)], strict=True):
+            s.sendall(payload[a:b])
+            time.sleep(0.002)
+        data = recv_until(s, len(bodies))
+    # Count reply lines, not "+D-": an ID's random part may end in "+D" (then "-05a1").
+    replies = [line for line in data.split(b"\r\n") if line.startswith(b"+D-")]
+    assert len(replies) == len(bodies), data[-300:]
+    jobs = client.execute_command("GETJOB", "COUNT", 1000, "FROM", "hdrq")
+    assert sorted(job[2] for job in jobs) == sorted(bodies)
+
+
 def test_pipelined_replies_keep_order(client: redis.Redis) -> None:
     with client.pipeline(transaction=False) as p:
         for i in range(200):

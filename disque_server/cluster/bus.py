@@ -5,6 +5,12 @@ bulk strings, parsed with hiredis like client requests::
 
     [TYPE, sender-id, sender-port, sender-flags, payload ...]
 
+hiredis allocates room for an array as soon as it reads its count, and
+anyone who reaches the port can send (no password is needed to be read):
+the array headers that could cost something are looked at before hiredis
+reads them (``BusLink.data_received``), and a link that sends an array
+inside a message, or a count out of bounds, is closed.
+
 ``sender-flags`` is ``leaving`` or ``-``: every message carries it, so a
 node's LEAVING state spreads as fast as any traffic. The message set is the
 README's state machine: MEET PING PONG FAIL (membership and failure
@@ -38,6 +44,8 @@ from typing import TYPE_CHECKING
 
 import hiredis
 
+from disque_server.resp import CUT, STAR, count_problem, next_array_header
+
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster
     from disque_server.cluster.node import ClusterNode
@@ -66,6 +74,8 @@ class BusLink(asyncio.Protocol):
         self.cluster = cluster
         self.node = node
         self.reader = hiredis.Reader()
+        self.at_boundary = True          # hiredis holds no part of a message
+        self.rest = b""                  # an array header cut by the end of the last read
         self.transport: asyncio.Transport | None = None
         self.peer_ip = ""
         self.closed = False
@@ -98,10 +108,62 @@ class BusLink(asyncio.Protocol):
             self.node.link = None
 
     def data_received(self, data: bytes) -> None:
-        self.reader.feed(data)
-        if self.reader.len() > BUS_BUFFER_LIMIT:
-            self.close()
-            return
+        """Feed hiredis up to each array header it must not read unchecked, and look at
+        that header once hiredis has run what came before: hiredis's state says what it
+        is. Holding no part of a message, it starts one: its count is checked. All it was
+        given consumed, but inside a message: it is an element, and messages are flat.
+        Input left over: hiredis is inside a payload, the header is payload bytes. After
+        a message start checked in this read, arrays of up to 99 elements pass unlooked
+        at (they cost little, and make the message refused); in the next read, any array
+        is looked at until a message start is, so they cannot pile up."""
+        if self.rest:
+            data, self.rest = self.rest + data, b""
+        pos, size, checked_start = 0, len(data), False
+        while pos < size and not self.closed:
+            end = next_array_header(data, pos, checked_start)
+            if end == pos:
+                problem: str | None = "array inside a message"
+                if self.at_boundary:
+                    problem = count_problem(data, pos, MAX_MESSAGE_PARTS)
+                    if problem == CUT:
+                        self.rest = data[pos:]
+                        return
+                    if problem is None and data[pos] != STAR:
+                        problem = "message not an array"
+                    if problem is None:
+                        checked_start = True
+                        end = next_array_header(data, pos + 1, True)
+                else:
+                    past = pos + 1
+                    if not self.reader.has_data():
+                        # All consumed: an element starts here, or the byte before was
+                        # the type of one, which hiredis takes at once. Fed alone (no
+                        # count line: no allocation), the array type byte is kept
+                        # unconsumed in the second case only.
+                        self.reader.feed(data, pos, 1)
+                        try:                 # (hiredis reads at gets; nothing completes)
+                            self.reader.gets()
+                        except (hiredis.ProtocolError, ValueError, TypeError):
+                            pass             # (cannot happen: no CRLF was fed)
+                        pos = past
+                    if self.reader.has_data():
+                        problem = None       # payload bytes: look past them
+                        end = next_array_header(data, past, checked_start)
+                if problem:
+                    self.cluster.server.log.verbose("Bus protocol error from %s (%s): closing",
+                                                    self.peer_ip, problem)
+                    self.close()
+                    return
+            self.reader.feed(data, pos, end - pos)
+            self.at_boundary = False
+            pos = end
+            if self.reader.len() > BUS_BUFFER_LIMIT:
+                self.close()
+                return
+            self.run_messages()
+
+    def run_messages(self) -> None:
+        """Handle the complete messages hiredis holds."""
         while not self.closed:
             try:
                 msg = self.reader.gets()
@@ -111,6 +173,7 @@ class BusLink(asyncio.Protocol):
                 return
             if msg is False:
                 return
+            self.at_boundary = not self.reader.has_data()
             if (type(msg) is not list or len(msg) > MAX_MESSAGE_PARTS
                     or not all(type(p) is bytes for p in msg)):
                 self.close()

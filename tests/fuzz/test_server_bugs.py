@@ -1,8 +1,9 @@
 """Server bugs found by the fuzz and load suites, one regression test each.
 
-Every test states the correct behaviour. A bug still open is marked xfail
-(not strict): XFAIL while open, XPASS once fixed (then drop the marker and
-turn its reason into the "Fixed SERVER BUG" comment the others carry).
+Every test states the correct behaviour. A bug still open is marked with
+``bug`` (a strict xfail): XFAIL while open, a failure (XPASS) once fixed; then
+drop the marker and turn its reason into the "Fixed SERVER BUG" comment the
+others carry.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fuzz_util import (
     connect,
     encode,
     info_field,
+    read_for,
     read_replies,
     send_chunks,
     used_memory,
@@ -221,9 +223,41 @@ def test_connections_beyond_the_open_files_limit_get_an_error(tmp_path) -> None:
         node.terminate()
 
 
-@bug("a multibulk request with simple-string elements ('*1\\r\\n+PING\\r\\n', accepted as "
-     "bulk strings) followed by an inline command in the same read: the inline "
-     "recovery assumes canonical encoding and fails with a protocol error")
+# Fixed SERVER BUG: a multibulk request with simple-string elements ('*1\r\n+PING\r\n', accepted
+# as bulk strings) followed by an inline command in the same read: the inline recovery assumed
+# canonical encoding, so started at the wrong byte, and failed with a protocol error
 def test_inline_after_non_canonical_multibulk(node: Node) -> None:
     data, _ = send_chunks(node.port, [b"*1\r\n+PING\r\n*1\r\n+PING\r\nPING\r\n"], quiet=0.3)
     assert data == b"+PONG\r\n" * 3, data
+
+
+# Fixed SERVER BUG: array counts hiredis allocates at once still reached it wherever the check
+# did not see a header (it looked for '\n*' and 7 digits, and its walk stopped at anything but
+# '$' elements): after a simple-string element, with another aggregate type, cut by the end of
+# a write, right after a bulk string followed by 2 bytes other than CRLF (hiredis does not
+# check them), or 1000 nested arrays of 999999 (6 digits): each stalled the node 2-4 s
+@pytest.mark.parametrize("writes", [
+    [b"*2\r\n+PING\r\n*2147483648\r\n"],
+    [b"*1\r\n$4\r\nPING\r\n~2147483648\r\n"],
+    [b"*1\r\n$4\r\nPING\r\n*1\r\n>99999999\r\n"],
+    [b"*1\r\n$4\r\nPING\r\n*21", b"47483648\r\n"],
+    [b"*1\r\n$1\r\nxyz*2147483648\r\n"],
+    [b"*999999\r\n" * 1000],
+    [b"*1\r\n$4\r\nPING\r\n" * 20 + b"*2\r\n$1\r\nx\r\n*999999\r\n" * 1000],
+], ids=["after-simple-string", "set", "nested-push", "cut-count", "after-bulk-without-crlf",
+        "deep-6-digits", "after-a-pipeline"])
+def test_array_counts_hiredis_would_allocate_are_refused(fresh: FuzzNode, writes) -> None:
+    baseline = pipeline_seconds(fresh.port)
+    with connect(fresh.port, 60) as s:
+        for data in writes:
+            s.sendall(data)
+            time.sleep(0.05)
+        waited = ping_latency(fresh.port)
+        reply, closed = read_for(s, quiet=0.3)
+    # The stall may also come when the lists are freed, at the node's next garbage
+    # collection, which a pipeline triggers.
+    took = pipeline_seconds(fresh.port)
+    assert waited < 1.0 and took < baseline * 3 + 1.0, \
+        f"PING waited {waited:.1f}s, 30k PINGs took {took:.1f}s (normally {baseline:.1f}s)"
+    assert b"-ERR Protocol error" in reply and closed, reply[-200:]
+    assert "Traceback" not in fresh.stderr_text()
