@@ -47,7 +47,7 @@ def as_dict(reply: list | None) -> dict:
     return dict(zip(reply[::2], reply[1::2], strict=True))
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -64,7 +64,7 @@ def free_port() -> int:
     connections of other tests cannot take them between this check and bind."""
     for _ in range(1000):
         port = random.randint(10000, 22700)
-        if _port_free(port) and _port_free(port + 10000):
+        if port_free(port) and port_free(port + 10000):
             return port
     raise RuntimeError("no free port pair found")
 

@@ -16,7 +16,7 @@ from conformance import (
     parse_golden,
     replay,
 )
-from nodes import ClusterOfNodes, Node, _port_free
+from nodes import ClusterOfNodes, Node, port_free
 
 
 def test_recording_parses() -> None:
@@ -38,7 +38,7 @@ def consecutive_free_ports(n: int) -> int:
     """A base port such that base .. base+n-1 and their bus ports are all free."""
     for _ in range(1000):
         base = random.randint(10000, 22700 - n)
-        if all(_port_free(p) and _port_free(p + 10000) for p in range(base, base + n)):
+        if all(port_free(p) and port_free(p + 10000) for p in range(base, base + n)):
             return base
     raise RuntimeError("no run of free ports found")
 
