@@ -1,4 +1,5 @@
-"""Fixtures of the fuzz suite: one node per module, and its health checker."""
+"""Fixtures of the fuzz suite: one node per module and its health checker, and a
+fresh node per test (the server-bug regressions)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,12 @@ def fuzz_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
 @pytest.fixture(scope="module")
 def health(fuzz_node: Node) -> Health:
     return Health(fuzz_node)
+
+
+@pytest.fixture
+def fresh(tmp_path) -> Iterator[FuzzNode]:
+    node = FuzzNode(tmp_path / "node")
+    node.start()
+    yield node
+    node.resume()
+    node.terminate()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import hiredis
+import pytest
 from nodes import ROOT, Node
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "150"))
@@ -226,3 +227,9 @@ def close_all(socks: Iterable[socket.socket]) -> None:
     for s in socks:
         with contextlib.suppress(OSError):
             s.close()
+
+
+def bug(reason: str) -> pytest.MarkDecorator:
+    """A server bug still open: a strict xfail, so the fix shows up as XPASS
+    (see test_server_bugs.py for the convention)."""
+    return pytest.mark.xfail(reason="SERVER BUG: " + reason, strict=True)

@@ -1,7 +1,7 @@
 """Server bugs found by the fuzz and load suites, one regression test each.
 
 Every test states the correct behaviour. A bug still open is marked with
-``bug`` (a strict xfail): XFAIL while open, a failure (XPASS) once fixed; then
+``bug`` from fuzz_util (a strict xfail): XFAIL while open, a failure (XPASS) once fixed; then
 drop the marker and turn its reason into the "Fixed SERVER BUG" comment the
 others carry.
 """
@@ -12,7 +12,6 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 from fuzz_util import (
@@ -29,19 +28,6 @@ from fuzz_util import (
 from nodes import Node
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def bug(reason: str):
-    return pytest.mark.xfail(reason="SERVER BUG: " + reason, strict=True)
-
-
-@pytest.fixture
-def fresh(tmp_path) -> Iterator[FuzzNode]:
-    node = FuzzNode(tmp_path / "node")
-    node.start()
-    yield node
-    node.resume()
-    node.terminate()
 
 
 def pipeline_seconds(port: int, n: int = 30_000) -> float:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 
 import hiredis
 import pytest
@@ -15,19 +14,6 @@ from fuzz_util import FuzzNode, call, connect, encode, read_for, read_replies
 from test_server_bugs import pipeline_seconds
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def bug(reason: str):
-    return pytest.mark.xfail(reason="SERVER BUG: " + reason, strict=True)
-
-
-@pytest.fixture
-def fresh(tmp_path) -> Iterator[FuzzNode]:
-    node = FuzzNode(tmp_path / "node")
-    node.start()
-    yield node
-    node.resume()
-    node.terminate()
 
 
 def closed_port() -> int:
