@@ -73,6 +73,7 @@ class Cluster:
         self.leaving = False
         self.myself = ClusterNode(b"", "", server.config["port"])
         self.myself.flags.add(MYSELF)
+        self.myself.tls_port = server.config["tls-port"]   # startup-only: fixed here
         self.load_config()
         self.myself_only = (self.myself.id,)   # shared by every job created here
         self.inbound: set[BusLink] = set()
@@ -302,7 +303,7 @@ class Cluster:
         for n in others:
             flags = ",".join(sorted(n.flags & {PFAIL, FAIL, LEAVING})) or "-"
             payload += [n.id, n.ip.encode(), b"%d" % n.port, flags.encode()]
-        payload.append(b"%d" % self.server.config["tls-port"])
+        payload.append(b"%d" % self.myself.tls_port)
         return payload
 
     def learn_tls_port(self, sender: ClusterNode, payload: list[bytes]) -> None:
@@ -421,7 +422,6 @@ class Cluster:
 
     def hello_entries(self, tls: bool = False) -> list[list[bytes]]:
         """HELLO's node list; over TLS, the nodes' TLS ports where they have one."""
-        self.myself.tls_port = self.server.config["tls-port"]
         return [[n.id, n.ip.encode(), b"%d" % (n.tls_port if tls and n.tls_port else n.port),
                  b"%d" % self.priority(n)]
                 for n in self.nodes.values() if HANDSHAKE not in n.flags]
