@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+from disque_server.client import Blocked
 from disque_server.clock import now_ms
 from disque_server.job import ACKED, Job
 
@@ -75,8 +76,6 @@ class Acks:
     # ---- ACKJOB replies held until the GC is done ------------------------------------
     def reply_after_gc(self, client: Client, jobs: list[Job], reply: bytes) -> None:
         """Reply now, or once the GC of every job whose owners are all reachable is done."""
-        from disque_server.client import Blocked
-
         cluster = self.server.cluster
         pending = {job.id for job in jobs if cluster.gc_in_flight(job)}
         if not pending:
