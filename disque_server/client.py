@@ -217,7 +217,7 @@ class Client(asyncio.Protocol):
             else:
                 self.pending_count += 1
             if request:
-                self.execute(request)
+                self.server.dispatch(self, request)
 
     def feed_more(self) -> bool:
         """Give hiredis the next piece of input: the rest of the read, or up to the next

@@ -25,15 +25,35 @@ FLAG_BCAST_WILLQUEUE = 4  # send WILLQUEUE before re-queueing (awake 500 ms earl
 ID_LEN = 40
 WILLQUEUE_ADVANCE_MS = 500
 
-_rand = random.Random()
+_getrandbits = random.Random().getrandbits
+_b2a_base64 = binascii.b2a_base64
 
 
 def generate_job_id(node_id: bytes, ttl: int, retry: int) -> bytes:
     """A fresh job ID for a job created on this node."""
-    rnd = binascii.b2a_base64(_rand.getrandbits(144).to_bytes(18, "big"), newline=False)
+    # Only the random part changes from job to job: the rest is built once.
+    prefix = _id_prefixes.get(node_id) or _id_prefix(node_id)
+    suffix = _id_suffixes.get(ttl if retry else -ttl) or _id_suffix(ttl, retry)
+    return prefix + _b2a_base64(_getrandbits(144).to_bytes(18, "big"), newline=False) + suffix
+
+
+_id_prefixes: dict[bytes, bytes] = {}
+_id_suffixes: dict[int, bytes] = {}
+
+
+def _id_prefix(node_id: bytes) -> bytes:
+    prefix = _id_prefixes[node_id] = b"D-%s-" % node_id[:8]
+    return prefix
+
+
+def _id_suffix(ttl: int, retry: int) -> bytes:
+    """The TTL in minutes: odd for at-least-once jobs, even for at-most-once ones."""
     minutes = min(ttl // 60, 0xFFFF)
     minutes = (minutes | 1) if retry else (minutes & 0xFFFE)
-    return b"D-%s-%s-%04x" % (node_id[:8], rnd, minutes)
+    if len(_id_suffixes) >= 4096:
+        _id_suffixes.clear()
+    suffix = _id_suffixes[ttl if retry else -ttl] = b"-%04x" % minutes
+    return suffix
 
 
 _shared_ints: dict[int, int] = {}
@@ -127,8 +147,9 @@ class CtimeClock:
     def __init__(self) -> None:
         self.prev = 0
 
-    def next(self) -> int:
-        ctime = int(time.time() * 1000) * 1_000_000
+    def next(self, now_ms: int = 0) -> int:
+        """``now_ms``: the caller's clock reading, when it has one."""
+        ctime = (now_ms or int(time.time() * 1000)) * 1_000_000
         if ctime <= self.prev:
             ctime = self.prev + 1
         self.prev = ctime

@@ -6,9 +6,9 @@ the bucket keys. The cron pops due buckets and runs ``process_job`` on each
 job, which expires it, re-queues it, or retries its garbage collection.
 Buckets are sets, so unregistering a job frees it at once.
 
-JSCAN walks hash buckets of job IDs in a fixed order; its cursor is the next
-bucket, so a job present during a whole iteration is returned exactly once,
-whatever is added or removed meanwhile (O(1) bookkeeping per job).
+JSCAN walks the parts of the job index (``JobIndex``) in a fixed order; its
+cursor is the next part, so a job present during a whole iteration is
+returned exactly once, whatever is added or removed meanwhile.
 """
 
 from __future__ import annotations
@@ -32,68 +32,91 @@ if TYPE_CHECKING:
     from disque_server.server import Server
 
 BUCKET_MS = 50
-ID_SHARDS = 256
-ID_SHARD_MASK = ID_SHARDS - 1
 
-# JSCAN: every job sits in one of SCAN_BUCKETS buckets chosen by the first
-# random characters of its ID; the cursor is the next bucket to visit.
-SCAN_BUCKETS = 1 << 14    # ~60 IDs a bucket at 1M jobs: cheap removal, little overhead
-_B64_VALUES = bytes(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".index(chr(c))
-    if chr(c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/" else 0
-    for c in range(256))
-
-
-def scan_bucket(jid: bytes) -> int:
-    """14 bits from the random part of the ID (characters 11-13)."""
-    v = _B64_VALUES
-    return ((v[jid[11]] << 12) | (v[jid[12]] << 6) | v[jid[13]]) >> 4
+# The job index is split in up to INDEX_PARTS dicts by the hash of the ID.
+INDEX_PARTS = 1 << 14     # ~60 IDs a part at 1M jobs
+INDEX_PART_MASK = INDEX_PARTS - 1
 
 
 class JobIndex:
-    """Job ID -> Job, as a dict, split in ID_SHARDS dicts by the ID's hash.
+    """Job ID -> Job, as up to INDEX_PARTS small dicts chosen by the ID's hash.
 
-    A dict that grows is copied whole when it resizes: 27 ms at 700,000
-    entries, 55 ms at 1.4M, an event-loop stall each. Split, every part stays
-    small (4,000 jobs a part at 1M) and so does each copy.
+    Split for two reasons. A dict that grows copies itself whole when it
+    resizes: 27 ms at 700,000 entries, 55 ms at 1.4M, an event-loop stall each;
+    parts stay small, and so does each copy. And JSCAN walks the parts in
+    order: its cursor is the next part to visit, so a job present during a
+    whole iteration is returned exactly once, whatever is added or removed
+    meanwhile, at no cost per job. Empty parts are dropped, so a sparse
+    index is scanned by its few parts. (String hashes are fixed for the life
+    of the process, as cursors are.)
     """
 
-    __slots__ = ("shards", "count")
+    __slots__ = ("parts", "count")
 
     def __init__(self) -> None:
-        self.shards: list[dict[bytes, Job]] = [{} for _ in range(ID_SHARDS)]
+        self.parts: dict[int, dict[bytes, Job]] = {}
         self.count = 0
 
     def __len__(self) -> int:
         return self.count
 
     def __contains__(self, jid: bytes) -> bool:
-        return jid in self.shards[hash(jid) & ID_SHARD_MASK]
+        part = self.parts.get(hash(jid) & INDEX_PART_MASK)
+        return part is not None and jid in part
 
     def get(self, jid: bytes) -> Job | None:
-        return self.shards[hash(jid) & ID_SHARD_MASK].get(jid)
+        part = self.parts.get(hash(jid) & INDEX_PART_MASK)
+        return part.get(jid) if part is not None else None
 
-    def __setitem__(self, jid: bytes, job: Job) -> None:
-        shard = self.shards[hash(jid) & ID_SHARD_MASK]
-        if jid not in shard:
-            self.count += 1
-        shard[jid] = job
+    def add(self, jid: bytes, job: Job) -> bool:
+        """Add a job not known yet; False (and nothing changed) when the ID is known."""
+        key = hash(jid) & INDEX_PART_MASK
+        part = self.parts.get(key)
+        if part is None:
+            self.parts[key] = {jid: job}
+        elif jid in part:
+            return False
+        else:
+            part[jid] = job
+        self.count += 1
+        return True
 
-    def pop(self, jid: bytes, default: Job | None = None) -> Job | None:
-        job = self.shards[hash(jid) & ID_SHARD_MASK].pop(jid, None)
+    def pop(self, jid: bytes) -> Job | None:
+        key = hash(jid) & INDEX_PART_MASK
+        part = self.parts.get(key)
+        job = part.pop(jid, None) if part is not None else None
         if job is None:
-            return default
+            return None
+        if not part:
+            del self.parts[key]
         self.count -= 1
         return job
 
     def values(self) -> Iterator[Job]:
-        for shard in self.shards:
-            yield from shard.values()
+        for part in list(self.parts.values()):
+            yield from list(part.values())
 
     def clear(self) -> None:
-        for shard in self.shards:
-            shard.clear()
+        self.parts.clear()
         self.count = 0
+
+    def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
+        """At least ``count`` IDs (whole parts) from ``cursor`` on, and the next cursor."""
+        parts = self.parts
+        ids: list[bytes] = []
+        key = cursor
+        if len(parts) * 4 < INDEX_PARTS - key:   # sparse: visit only non-empty parts
+            for key in sorted(k for k in parts if k >= cursor):
+                if len(ids) >= count:
+                    return key, ids
+                ids.extend(parts[key])
+            return 0, ids
+        while key < INDEX_PARTS and len(ids) < count:
+            part = parts.get(key)
+            if part:
+                ids.extend(part)
+            key += 1
+        return (key if key < INDEX_PARTS else 0), ids
 
 
 class Jobs:
@@ -102,7 +125,6 @@ class Jobs:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.by_id = JobIndex()
-        self.scan_buckets: dict[int, list[bytes]] = {}
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
 
@@ -114,35 +136,25 @@ class Jobs:
 
     def register(self, job: Job, schedule: bool = True) -> bool:
         """Add a job; ``schedule=False`` when the caller sets its timer right after."""
-        if job.id in self.by_id:
+        if not self.by_id.add(job.id, job):
             return False
-        self.by_id[job.id] = job
-        bucket = self.scan_buckets.get(scan_bucket(job.id))
-        if bucket is None:
-            self.scan_buckets[scan_bucket(job.id)] = [job.id]
-        else:
-            bucket.append(job.id)
         if schedule:
             self.update_awake(job)
         return True
 
     def unregister(self, job: Job) -> None:
         """Forget a job entirely: queue, timers, index."""
-        if self.by_id.pop(job.id, None) is None:
+        if self.by_id.pop(job.id) is None:
             return
         if job.state == QUEUED:
             self.server.queues.dequeue_job(job)
-        key = scan_bucket(job.id)
-        bucket = self.scan_buckets[key]
-        bucket.remove(job.id)
-        if not bucket:
-            del self.scan_buckets[key]
         self._unschedule(job)
         self.server.on_job_unregistered(job)
 
     # ---- timers ---------------------------------------------------------------
-    def update_awake(self, job: Job) -> None:
-        """Compute when the job next needs attention, as Disque's updateJobAwakeTime."""
+    def update_awake(self, job: Job, now: int = 0) -> None:
+        """Compute when the job next needs attention, as Disque's updateJobAwakeTime.
+        ``now``: the caller's clock reading in ms, if it has one."""
         at = job.etime * 1000 + 1000          # expire (a second late, to be past it)
         if job.qtime and job.qtime < at:
             at = job.qtime                    # re-queue
@@ -154,7 +166,7 @@ class Jobs:
             # WILLQUEUE goes out 500 ms before the re-queue; once that moment
             # has passed (a queued job does not send it), wake at the re-queue.
             will = job.qtime - WILLQUEUE_ADVANCE_MS
-            if will < at and will > now_ms():
+            if will < at and will > (now or now_ms()):
                 at = will
         self.schedule(job, at)
 
@@ -235,28 +247,13 @@ class Jobs:
 
     # ---- scanning --------------------------------------------------------------
     def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
-        """At least ``count`` IDs (whole buckets) from ``cursor`` on, and the next cursor."""
-        buckets = self.scan_buckets
-        ids: list[bytes] = []
-        b = cursor
-        if len(buckets) * 4 < SCAN_BUCKETS - b:   # sparse: visit only non-empty buckets
-            for key in sorted(k for k in buckets if k >= b):
-                if len(ids) >= count:
-                    return key, ids
-                ids.extend(buckets[key])
-            return 0, ids
-        while b < SCAN_BUCKETS and len(ids) < count:
-            bucket = buckets.get(b)
-            if bucket:
-                ids.extend(bucket)
-            b += 1
-        return (b if b < SCAN_BUCKETS else 0), ids
+        """At least ``count`` IDs from ``cursor`` on, and the next cursor (JSCAN)."""
+        return self.by_id.scan(cursor, count)
 
     def all(self) -> Iterable[Job]:
         return list(self.by_id.values())
 
     def flush(self) -> None:
         self.by_id.clear()
-        self.scan_buckets.clear()
         self.buckets.clear()
         self.bucket_heap.clear()

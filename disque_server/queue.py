@@ -147,13 +147,14 @@ class Queues:
         return len(q.jobs) if q else 0
 
     # ---- the job state machine: queue side ------------------------------------
-    def enqueue_job(self, job: Job, nack: bool = False) -> bool:
-        """Put an active job into its queue; False when it cannot be queued."""
+    def enqueue_job(self, job: Job, nack: bool = False, now: int = 0) -> bool:
+        """Put an active job into its queue; False when it cannot be queued.
+        ``now``: the caller's clock reading in ms, if it has one."""
         if job.state == QUEUED:
             return False
         if job.retry == 0 and job.flags & FLAG_DELIVERED:
             return False     # at-most-once: delivered once, never again
-        now = now_ms()
+        now = now or now_ms()
         job.state = QUEUED
         if job.retry:
             job.flags |= FLAG_BCAST_WILLQUEUE
@@ -169,7 +170,7 @@ class Queues:
             self.server.cluster.broadcast_queued(job, nack)
         else:
             job.flags |= FLAG_BCAST_QUEUED
-        self.server.jobs.update_awake(job)
+        self.server.jobs.update_awake(job, now)
         q = self.create(job.queue)
         q.jobs.add(job)
         q.jobs_in += 1

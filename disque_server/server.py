@@ -17,6 +17,7 @@ import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
+from time import perf_counter
 
 from disque_server import resp, tls
 from disque_server.ack import Acks
@@ -89,6 +90,8 @@ class Server:
         self.command_list: list[Command] = list(dict.fromkeys(self.commands.values()))
         self.slowlog: deque = deque(maxlen=config["slowlog-max-len"])
         self.slowlog_next_id = 0
+        # Read by every command: kept here, not looked up in the config each time.
+        self.slowlog_threshold_us: int = config["slowlog-log-slower-than"]
         self.servers: list[asyncio.AbstractServer] = []
         self.shutdown_event = asyncio.Event()
         self.exit_code = 0
@@ -233,17 +236,17 @@ class Server:
         if self.monitors:
             self.feed_monitors(client, argv)
         client.last_cmd = cmd.name_bytes
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         try:
             cmd.handler(client, argv)
         except Exception as exc:   # a bug must cost one reply, never the node
             self.log.warning("Error in command %s: %s\n%s", cmd.name, exc, traceback.format_exc())
             client.reply_error(f"ERR internal error while running '{cmd.name}': {exc}")
-        elapsed = time.perf_counter() - t0
+        elapsed = perf_counter() - t0
         cmd.calls += 1
         cmd.usec += elapsed
         self.stats.commands_processed += 1
-        threshold = self.config["slowlog-log-slower-than"]
+        threshold = self.slowlog_threshold_us
         if threshold >= 0 and elapsed * 1e6 >= threshold:
             self.slowlog_add(argv, elapsed)
 
@@ -323,7 +326,9 @@ class Server:
         return self.aof.rewrite_for_shutdown()
 
     def on_config_change(self, name: str, value: object) -> None:
-        if name == "loglevel":
+        if name == "slowlog-log-slower-than":
+            self.slowlog_threshold_us = int(value)  # type: ignore[call-overload]
+        elif name == "loglevel":
             self.log.set_level(str(value))
         elif name == "maxmemory":
             self.memory.refresh()

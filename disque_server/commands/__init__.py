@@ -30,21 +30,16 @@ class Command:
     calls: int = 0
     usec: float = 0.0
     name_bytes: bytes = field(default=b"", repr=False)
+    # The flags dispatch looks at for every command, as plain attributes.
+    denyoom: bool = field(default=False, init=False, repr=False)
+    write: bool = field(default=False, init=False, repr=False)
+    noauth: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.name_bytes = self.name.encode()
-
-    @property
-    def denyoom(self) -> bool:
-        return "denyoom" in self.flags
-
-    @property
-    def write(self) -> bool:
-        return "write" in self.flags
-
-    @property
-    def noauth(self) -> bool:
-        return "noauth" in self.flags
+        self.denyoom = "denyoom" in self.flags
+        self.write = "write" in self.flags
+        self.noauth = "noauth" in self.flags
 
 
 def _spec() -> list[tuple[str, Callable, int, str]]:

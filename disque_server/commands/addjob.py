@@ -58,6 +58,36 @@ def parse_options(c: Client, argv: list[bytes], opts: AddjobOptions) -> bool:
     return True
 
 
+def check_options(c: Client, opts: AddjobOptions) -> bool:
+    """Refuse what the options cannot mean together; fill in the default RETRY."""
+    if opts.replicate > 1 and opts.retry == 0:
+        c.reply(b"-ERR With RETRY set to 0 please explicitly set  REPLICATE to 1 "
+                b"(at-most-once delivery)\r\n")
+        return False
+    if opts.delay >= opts.ttl:
+        c.reply(b"-ERR The specified DELAY is greater than TTL. Job refused since would "
+                b"never be delivered\r\n")
+        return False
+    if opts.retry == -1:
+        opts.retry = default_retry(opts.ttl)
+    return True
+
+
+def default_retry(ttl: int) -> int:
+    return max(min(ttl // 10, DEFAULT_RETRY_MAX), 1)
+
+
+def default_options(replicate: int) -> AddjobOptions:
+    opts = AddjobOptions(replicate)
+    opts.retry = default_retry(opts.ttl)
+    return opts
+
+
+# ADDJOB without options (most of them): one read-only options object per
+# default replication level (1, 2 or 3: the cluster size, at most 3).
+_DEFAULT_OPTIONS = {n: default_options(n) for n in (1, 2, 3)}
+
+
 _NUMERIC = {
     b"replicate": (lambda v: 1 <= v <= 65535, b"-ERR REPLICATE must be between 1 and 65535\r\n"),
     b"ttl": (lambda v: v > 0, b"-ERR TTL must be a number > 0\r\n"),
@@ -72,22 +102,16 @@ _FIELD = {b"replicate": "replicate", b"ttl": "ttl", b"retry": "retry", b"delay":
 def addjob_command(c: Client, argv: list[bytes]) -> None:
     server = c.server
     cluster = server.cluster
-    opts = AddjobOptions(min(3, cluster.size))
-    if len(argv) > 4 and not parse_options(c, argv, opts):
-        return
+    with_options = len(argv) > 4
+    if with_options:
+        opts = AddjobOptions(min(3, cluster.size))
+        if not parse_options(c, argv, opts):
+            return
+    else:
+        opts = _DEFAULT_OPTIONS[min(3, cluster.size)]
     timeout = parse_timeout_or_reply(c, argv[3])
-    if timeout is None:
+    if timeout is None or (with_options and not check_options(c, opts)):
         return
-    if opts.replicate > 1 and opts.retry == 0:
-        c.reply(b"-ERR With RETRY set to 0 please explicitly set  REPLICATE to 1 "
-                b"(at-most-once delivery)\r\n")
-        return
-    if opts.delay >= opts.ttl:
-        c.reply(b"-ERR The specified DELAY is greater than TTL. Job refused since would "
-                b"never be delivered\r\n")
-        return
-    if opts.retry == -1:
-        opts.retry = max(min(opts.ttl // 10, DEFAULT_RETRY_MAX), 1)
 
     # Replicate externally (no local copy) when leaving or short of memory.
     extrepl = cluster.size > 1 and (cluster.leaving or server.memory.level >= EXTERNAL_REPL)
@@ -98,7 +122,7 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
         return
 
     name = argv[1]
-    q = server.queues.lookup(name)
+    q = server.queues.by_name.get(name)
     if q is not None:
         if opts.maxlen and len(q.jobs) >= opts.maxlen:
             c.reply(b"-MAXLEN Queue is already longer than the specified MAXLEN count\r\n")
@@ -108,41 +132,43 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
             return
         name = q.name   # share one bytes object for the queue name of all its jobs
 
-    job = create_job(c, name, argv[2], opts, extrepl)
+    now = now_ms()
+    job = create_job(c, name, argv[2], opts, extrepl, now)
     if additional > 0:
         cluster.replicate_new_job(c, job, additional, timeout, opts.asynchronous, extrepl)
         return
-    start_job(c, job)
+    start_job(c, job, now)
     c.reply(b"+%s\r\n" % job.id)
 
 
-def create_job(c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrepl: bool) -> Job:
+def create_job(c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrepl: bool,
+               now: int) -> Job:
     server = c.server
     myself = server.cluster.myself
-    now = now_ms()
     job = Job(generate_job_id(myself.id, opts.ttl, opts.retry), WAIT_REPL,
               shared_int(now // 1000 + opts.ttl), shared_int(opts.retry))
     job.queue = queue
     job.body = body
     job.repl = opts.replicate
     job.delay = opts.delay
-    job.ctime = server.ctime_clock.next()
+    job.ctime = server.ctime_clock.next(now)
     if not extrepl:
         job.nodes_delivered = server.cluster.myself_only
     job.qtime = now + (opts.delay or opts.retry) * 1000
     return job
 
 
-def start_job(c: Client, job: Job) -> None:
+def start_job(c: Client, job: Job, now: int = 0) -> None:
     """The job is replicated as asked: register it and queue it (unless delayed)."""
     c.server.jobs.register(job, schedule=False)   # activate_job sets its timer
-    activate_job(c.server, job)
+    activate_job(c.server, job, now)
 
 
-def activate_job(server: Server, job: Job) -> None:
+def activate_job(server: Server, job: Job, now: int = 0) -> None:
+    """``now``: the caller's current time in ms, when it has it (0: read the clock)."""
     if job.delay:
         job.state = ACTIVE
         server.jobs.update_awake(job)
     else:
-        server.queues.enqueue_job(job)
+        server.queues.enqueue_job(job, now=now)
     server.on_job_changed(job)
