@@ -38,6 +38,7 @@ from disque_server.job import (
     STATE_NAMES,
     Job,
 )
+from disque_server.resp import BYTES_ONLY
 
 if TYPE_CHECKING:
     from disque_server.server import Server
@@ -331,7 +332,7 @@ class AOF:
                     if record is False:
                         break
                     if type(record) is not list or not record or \
-                            not all(type(a) is bytes for a in record):
+                            not BYTES_ONLY.issuperset(map(type, record)):
                         raise AOFError(f"Bad file format reading the append only file {path} "
                                        f"at offset {offset}: not a command")
                     if not self.apply(record, enqueue_once, now_s):

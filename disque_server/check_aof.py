@@ -15,6 +15,7 @@ import sys
 import hiredis
 
 from disque_server.client import encoded_length
+from disque_server.resp import BYTES_ONLY
 
 KNOWN = {b"LOADJOB": 15, b"DELJOB": 2}
 
@@ -33,7 +34,7 @@ def check(path: str) -> tuple[int, int, str]:
             return offset, records, f"bad format: {exc}"
         if record is False:
             break
-        if (type(record) is not list or not record or not all(type(a) is bytes for a in record)
+        if (type(record) is not list or not record or not BYTES_ONLY.issuperset(map(type, record))
                 or KNOWN.get(record[0].upper()) != len(record)):
             return offset, records, "not a LOADJOB/DELJOB record"
         offset += encoded_length(record)

@@ -31,6 +31,7 @@ from disque_server import resp
 from disque_server.config import ConfigError, split_args
 from disque_server.resp import (
     AGGREGATE_TYPES,
+    BYTES_ONLY,
     CUT,
     RESP2,
     RESP_TYPES,
@@ -208,7 +209,7 @@ class Client(asyncio.Protocol):
                 if not self.feed_more():
                     return
                 continue
-            if type(request) is not list or not all(type(a) is bytes for a in request):
+            if type(request) is not list or not BYTES_ONLY.issuperset(map(type, request)):
                 self.protocol_error("expected a multibulk request of bulk strings")
                 return
             if not self.reader.has_data():

@@ -292,6 +292,11 @@ _FOLD = bytes(48 if 48 <= i <= 57 else 42 if i in b"*%|~>" else i for i in range
 _FOLD_MAX = 1024
 CUT = "cut"
 
+# What a request or bus message may be made of: hiredis gives bulk and simple strings
+# as bytes, other types as int, None, list... ``BYTES_ONLY.issuperset(map(type, items))``
+# checks a list in C (half the time of ``all()`` over a generator).
+BYTES_ONLY = frozenset((bytes,))
+
 
 def next_array_header(buf: bytes, start: int, small_ok: bool) -> int:
     """Where in buf, from start, the next array header hiredis must not read before it is

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from disque_server import tls
 from disque_server.clock import now_ms
 from disque_server.cluster import federation, gc, replication, requeue
-from disque_server.cluster.bus import BusLink
+from disque_server.cluster.bus import BusLink, encode_message
 from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
 from disque_server.config import atomic_write
 
@@ -46,6 +46,7 @@ def new_node_id() -> bytes:
 
 # ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) --------
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
+FAILING = frozenset((PFAIL, FAIL))
 
 
 def valid_node_id(node_id: bytes) -> bool:
@@ -195,8 +196,13 @@ class Cluster:
         return True
 
     def send_to_ids(self, ids: object, mtype: bytes, payload: list[bytes]) -> None:
+        data = b""
         for node_id in ids:  # type: ignore[attr-defined]
-            self.send_to_id(node_id, mtype, payload)
+            node = self.nodes.get(node_id)
+            if node is None or node is self.myself or node.link is None:
+                continue
+            data = data or encode_message(self.header(mtype) + payload)
+            node.link.send_encoded(data)
 
     def send_to_id(self, node_id: bytes, mtype: bytes, payload: list[bytes]) -> bool:
         node = self.nodes.get(node_id)
@@ -205,26 +211,32 @@ class Cluster:
         return self.send(node, mtype, payload)
 
     def broadcast(self, mtype: bytes, payload: list[bytes]) -> None:
+        data = b""
         for node in self.reachable_nodes():
-            self.send(node, mtype, payload)
+            if node.link is not None:
+                data = data or encode_message(self.header(mtype) + payload)
+                node.link.send_encoded(data)
 
     # ---- receiving -----------------------------------------------------------------
     def handle_message(self, link: BusLink, msg: list[bytes]) -> None:
         mtype, sender_id, sender_port, sender_flags = msg[0], msg[1], msg[2], msg[3]
         payload = msg[4:]
         self.messages_received += 1
-        if not valid_node_id(sender_id) or not valid_port(sender_port):
+        if not valid_port(sender_port):
             link.close()
             return
         node = self.nodes.get(sender_id)
-        if node is None:
+        if node is None:   # (a known ID is a valid one)
+            if not valid_node_id(sender_id):
+                link.close()
+                return
             node = self.unknown_sender(link, mtype, sender_id, sender_port)
             if node is None:
                 return
         now = now_ms()
         node.last_seen = now
-        if node.flags & {PFAIL, FAIL}:
-            node.flags -= {PFAIL, FAIL}
+        if node.flags & FAILING:
+            node.flags -= FAILING
             self.server.log.notice("Node %s is reachable again", sender_id[:8].decode())
         if sender_flags == b"leaving":
             node.flags.add(LEAVING)

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import hiredis
 
-from disque_server.resp import CUT, STAR, count_problem, next_array_header
+from disque_server.resp import BYTES_ONLY, CUT, STAR, count_problem, next_array_header
 
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster
@@ -61,10 +61,9 @@ def auth_proof(password: str, role: bytes, peer_nonce: bytes, own_nonce: bytes) 
 
 
 def encode_message(parts: list[bytes]) -> bytes:
-    out = [b"*%d\r\n" % len(parts)]
-    for p in parts:
-        out.append(b"$%d\r\n%s\r\n" % (len(p), p))
-    return b"".join(out)
+    """A RESP array of bulk strings (hiredis's encoder, in C: 1.2 us for a REPLJOB
+    against 2 us for a Python loop)."""
+    return hiredis.pack_command(tuple(parts))
 
 
 class BusLink(asyncio.Protocol):
@@ -85,7 +84,11 @@ class BusLink(asyncio.Protocol):
         self.peer_nonce = b""
         self.peer_verified = not self.password    # the peer proved the password
         self.proved = not self.password           # we sent our proof
-        self.held: list[bytes] = []               # messages waiting for our proof
+        # Messages not written yet: sent once per event-loop pass, all in one write
+        # (a write is a system call: one per message was most of a replica's time),
+        # and held until our proof is sent.
+        self.out: list[bytes] = []
+        self.flush_scheduled = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -175,7 +178,7 @@ class BusLink(asyncio.Protocol):
                 return
             self.at_boundary = not self.reader.has_data()
             if (type(msg) is not list or len(msg) > MAX_MESSAGE_PARTS
-                    or not all(type(p) is bytes for p in msg)):
+                    or not BYTES_ONLY.issuperset(map(type, msg))):
                 self.close()
                 return
             if len(msg) == 2 and msg[0] in (b"CHALLENGE", b"AUTH"):
@@ -220,22 +223,35 @@ class BusLink(asyncio.Protocol):
         proof = auth_proof(self.password, self.role, self.peer_nonce, self.nonce)
         self.transport.write(encode_message([b"AUTH", proof]))
         self.proved = True
-        held, self.held = self.held, []
-        for data in held:
-            self.transport.write(data)
+        self.flush()
 
     def send(self, parts: list[bytes]) -> None:
+        self.send_encoded(encode_message(parts))
+
+    def send_encoded(self, data: bytes) -> None:
+        """Send a message encoded already (one encoding for all the nodes it goes to)."""
+        if self.transport is not None and not self.closed and not self.transport.is_closing():
+            self.out.append(data)
+            self.cluster.messages_sent += 1
+            if not self.flush_scheduled:
+                self.flush_scheduled = True
+                self.cluster.server.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write what was sent during this event-loop pass (after all its input)."""
+        self.flush_scheduled = False
+        if not self.out or not self.proved or self.transport is None \
+                or self.transport.is_closing():
+            return
         if self.cluster.server.aof.buf:
             self.cluster.server.aof.flush()   # e.g. a replica logs a job before GOTJOB
-        if self.transport is not None and not self.closed and not self.transport.is_closing():
-            data = encode_message(parts)
-            if self.proved:
-                self.transport.write(data)
-            else:
-                self.held.append(data)
-            self.cluster.messages_sent += 1
+        data = b"".join(self.out) if len(self.out) > 1 else self.out[0]
+        self.out.clear()
+        self.transport.write(data)
 
     def close(self) -> None:
+        if not self.closed:
+            self.flush()                      # what was sent before the close goes out
         self.closed = True
         if self.transport is not None:
             self.transport.close()

@@ -60,12 +60,11 @@ class Replication:
         self.last_tick = self.last_resend = now_ms()
 
 
-def candidates(cluster: Cluster, exclude: object) -> list[ClusterNode]:
-    """Reachable, non-leaving nodes not asked yet, in random order."""
+def candidates(cluster: Cluster, exclude: object, count: int) -> list[ClusterNode]:
+    """Up to ``count`` reachable, non-leaving nodes not asked yet, chosen at random."""
     nodes = [n for n in cluster.reachable_nodes()
              if LEAVING not in n.flags and n.id not in exclude]  # type: ignore[operator]
-    random.shuffle(nodes)
-    return nodes
+    return random.sample(nodes, count) if len(nodes) > count else nodes
 
 
 def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: int,
@@ -76,7 +75,7 @@ def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: in
     deadline = now + (timeout_ms or ASYNC_DEADLINE_MS) if (timeout_ms or asynchronous) else 0
     rep = Replication(job, None if asynchronous else client, additional, deadline,
                       extrepl, asynchronous)
-    targets = candidates(cluster, ())[:additional]
+    targets = candidates(cluster, (), additional)
     rep.targets = [n.id for n in targets]
     job.nodes_delivered = (() if extrepl else cluster.myself_only) + tuple(rep.targets)
     cluster.replications[job.id] = rep
@@ -106,7 +105,7 @@ def cron(cluster: Cluster, now: int) -> None:
             rep.client = None       # the client left: finish the job anyway, reply to nobody
         if now - rep.last_tick >= RETRY_TICK_MS:
             rep.last_tick = now
-            more = candidates(cluster, set(rep.targets))
+            more = candidates(cluster, set(rep.targets), 1)
             if more:
                 extra = more[0].id
                 rep.targets.append(extra)
