@@ -196,8 +196,9 @@ class Client(asyncio.Protocol):
                                                   or not self.more_inline()):
                     return
                 continue
+            reader = self.reader             # (replaced by recover_inline)
             try:
-                request = self.reader.gets()
+                request = reader.gets()
             except (hiredis.ProtocolError, MemoryError, ValueError, TypeError) as exc:
                 if not self.recover_inline(str(exc)):
                     self.protocol_error(str(exc).lower() or "invalid multibulk length")
@@ -212,11 +213,11 @@ class Client(asyncio.Protocol):
             if type(request) is not list or not BYTES_ONLY.issuperset(map(type, request)):
                 self.protocol_error("expected a multibulk request of bulk strings")
                 return
-            if not self.reader.has_data():
+            if reader.has_data():
+                self.pending_count += 1
+            else:
                 self.at_boundary = True
                 self.forget_pending()
-            else:
-                self.pending_count += 1
             if request:
                 self.server.dispatch(self, request)
 
@@ -439,16 +440,18 @@ class Client(asyncio.Protocol):
 
     # ---- output ------------------------------------------------------------------
     def flush(self) -> None:
-        if self.out and self.transport is not None:
-            if self.server.aof.buf:
-                self.server.aof.flush()     # what a reply confirms is on disk first
-            data = b"".join(self.out) if len(self.out) > 1 else self.out[0]
-            self.out.clear()
-            self.server.stats.net_output_bytes += len(data)
-            if not self.transport.is_closing():
-                self.transport.write(data)
-        if self.closing and self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
+        out, transport = self.out, self.transport
+        if out and transport is not None:
+            server = self.server
+            if server.aof.buf:
+                server.aof.flush()          # what a reply confirms is on disk first
+            data = b"".join(out) if len(out) > 1 else out[0]
+            out.clear()
+            server.stats.net_output_bytes += len(data)
+            if not transport.is_closing():
+                transport.write(data)
+        if self.closing and transport is not None and not transport.is_closing():
+            transport.close()
 
     def close_after_reply(self) -> None:
         self.closing = True

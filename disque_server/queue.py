@@ -171,7 +171,9 @@ class Queues:
         else:
             job.flags |= FLAG_BCAST_QUEUED
         self.server.jobs.update_awake(job, now)
-        q = self.create(job.queue)
+        q = self.by_name.get(job.queue)
+        if q is None:
+            q = self.create(job.queue)
         q.jobs.add(job)
         q.jobs_in += 1
         if q.clients:

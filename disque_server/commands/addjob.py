@@ -102,21 +102,22 @@ _FIELD = {b"replicate": "replicate", b"ttl": "ttl", b"retry": "retry", b"delay":
 def addjob_command(c: Client, argv: list[bytes]) -> None:
     server = c.server
     cluster = server.cluster
+    size = cluster.size
     with_options = len(argv) > 4
     if with_options:
-        opts = AddjobOptions(min(3, cluster.size))
+        opts = AddjobOptions(min(3, size))
         if not parse_options(c, argv, opts):
             return
     else:
-        opts = _DEFAULT_OPTIONS[min(3, cluster.size)]
+        opts = _DEFAULT_OPTIONS[min(3, size)]
     timeout = parse_timeout_or_reply(c, argv[3])
     if timeout is None or (with_options and not check_options(c, opts)):
         return
 
     # Replicate externally (no local copy) when leaving or short of memory.
-    extrepl = cluster.size > 1 and (cluster.leaving or server.memory.level >= EXTERNAL_REPL)
+    extrepl = size > 1 and (cluster.leaving or server.memory.level >= EXTERNAL_REPL)
     additional = opts.replicate if extrepl else opts.replicate - 1
-    reachable = cluster.replication_candidates_count() if cluster.size > 1 else 0
+    reachable = cluster.replication_candidates_count() if size > 1 else 0
     if additional > reachable:
         c.reply(NOREPL_NO_COPY if extrepl and additional - 1 == reachable else NOREPL)
         return
