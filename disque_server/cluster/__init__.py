@@ -195,6 +195,11 @@ class Cluster:
         node.link.send(self.header(mtype) + payload)
         return True
 
+    def send_batched(self, node: ClusterNode, mtype: bytes, item: bytes) -> None:
+        """One item of a message that carries many (see BusLink.send_batched)."""
+        if node.link is not None:
+            node.link.send_batched(mtype, item)
+
     def send_to_ids(self, ids: object, mtype: bytes, payload: list[bytes]) -> None:
         data = b""
         for node_id in ids:  # type: ignore[attr-defined]

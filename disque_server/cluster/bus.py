@@ -89,6 +89,8 @@ class BusLink(asyncio.Protocol):
         # and held until our proof is sent.
         self.out: list[bytes] = []
         self.flush_scheduled = False
+        self.batch_type = b""                     # the message send_batched is filling
+        self.batch: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -231,15 +233,37 @@ class BusLink(asyncio.Protocol):
     def send_encoded(self, data: bytes) -> None:
         """Send a message encoded already (one encoding for all the nodes it goes to)."""
         if self.transport is not None and not self.closed and not self.transport.is_closing():
+            if self.batch:
+                self.close_batch()            # messages go out in the order they were sent
             self.out.append(data)
             self.cluster.messages_sent += 1
-            if not self.flush_scheduled:
-                self.flush_scheduled = True
-                self.cluster.server.loop.call_soon(self.flush)
+            self.schedule_flush()
+
+    def send_batched(self, mtype: bytes, item: bytes) -> None:
+        """Add one item to a message of many (``GOTJOB id id ...``): what a node confirms
+        in one event-loop pass goes in one message, handled once by the receiver."""
+        if self.transport is not None and not self.closed and not self.transport.is_closing():
+            if mtype != self.batch_type:
+                self.close_batch()
+                self.batch_type = mtype
+            self.batch.append(item)
+            self.schedule_flush()
+
+    def close_batch(self) -> None:
+        if self.batch:
+            self.out.append(encode_message(self.cluster.header(self.batch_type) + self.batch))
+            self.batch = []
+            self.cluster.messages_sent += 1
+
+    def schedule_flush(self) -> None:
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.cluster.server.loop.call_soon(self.flush)
 
     def flush(self) -> None:
         """Write what was sent during this event-loop pass (after all its input)."""
         self.flush_scheduled = False
+        self.close_batch()
         if not self.out or not self.proved or self.transport is None \
                 or self.transport.is_closing():
             return

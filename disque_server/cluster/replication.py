@@ -2,7 +2,8 @@
 
 ADDJOB sends REPLJOB to REPLICATE-1 reachable nodes (REPLICATE when the
 node replicates externally: leaving, or short of memory) and, unless
-ASYNC, keeps the client blocked until that many GOTJOB arrived. While it is
+ASYNC, keeps the client blocked until that many GOTJOB arrived (a GOTJOB
+lists every job its sender took a copy of in one event-loop pass). While it is
 slow, one more node is tried every 50 ms and unconfirmed ones are asked
 again; at the ms-timeout the client gets -NOREPL and the partial copies are
 deleted (best effort). Once replicated, the job is queued here, or, with
@@ -163,7 +164,7 @@ def on_repljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
     if existing is not None:
         merged = dict.fromkeys(existing.nodes_delivered + job.nodes_delivered)
         existing.nodes_delivered = tuple(merged)
-        cluster.send(sender, b"GOTJOB", [job.id])
+        cluster.send_batched(sender, b"GOTJOB", job.id)
         return
     q = server.queues.lookup(job.queue)
     if (q is not None and q.flags & PAUSED_IN) or server.memory.full or cluster.leaving:
@@ -174,16 +175,18 @@ def on_repljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
     job.flags |= FLAG_BCAST_QUEUED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
     server.jobs.register(job)
     server.on_job_changed(job)
-    cluster.send(sender, b"GOTJOB", [job.id])
+    cluster.send_batched(sender, b"GOTJOB", job.id)
 
 
 def on_gotjob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
-    rep = cluster.replications.get(payload[0])
-    if rep is None or sender.id not in rep.targets:
-        return
-    rep.confirmed.add(sender.id)
-    if len(rep.confirmed) >= rep.needed:
-        replication_achieved(cluster, rep)
+    """The sender holds a copy of each of these jobs."""
+    for jid in payload:
+        rep = cluster.replications.get(jid)
+        if rep is None or sender.id not in rep.targets:
+            continue
+        rep.confirmed.add(sender.id)
+        if len(rep.confirmed) >= rep.needed:
+            replication_achieved(cluster, rep)
 
 
 def on_enqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
