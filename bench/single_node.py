@@ -226,11 +226,9 @@ def start_redis(tmp: Path) -> Server:
 # --------------------------------------------------------------------------
 
 def encode(*args: str | bytes | int) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(out)
+    import hiredis  # (late, as everywhere here: missing_prerequisites reports its absence)
+
+    return hiredis.pack_command(args)
 
 
 def command(port: int, *args: str | bytes | int, timeout: float = 30.0) -> Any:

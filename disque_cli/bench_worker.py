@@ -47,12 +47,8 @@ MAX_ERROR_KINDS = 10
 
 
 def encode(*args: str | bytes | int) -> bytes:
-    """One command in RESP."""
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(out)
+    """One command in RESP (hiredis's encoder)."""
+    return hiredis.pack_command(args)
 
 
 @dataclass

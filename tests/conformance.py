@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hiredis
+
 REFERENCE_DIR = Path(__file__).resolve().parent / "fixtures" / "reference"
 SINGLE_NODE_SCRIPT = REFERENCE_DIR / "script-single-node.txt"
 SINGLE_NODE_GOLDEN = REFERENCE_DIR / "disque-1.0-rc1-single-node.txt"
@@ -43,17 +45,8 @@ Tree = tuple[str, Any]
 # ---------------------------------------------------------------------------
 
 def encode(args: list[Any] | tuple[Any, ...]) -> bytes:
-    """Encode a command as a RESP multibulk."""
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if isinstance(a, bytes):
-            b = a
-        elif isinstance(a, str):
-            b = a.encode()
-        else:
-            b = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
-    return b"".join(out)
+    """Encode a command as a RESP multibulk (hiredis's encoder)."""
+    return hiredis.pack_command(tuple(args))
 
 
 class Conn:

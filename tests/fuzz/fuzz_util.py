@@ -70,8 +70,7 @@ def examples(share: float = 1.0) -> int:
 
 
 def encode(args: Iterable[Any]) -> bytes:
-    parts = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-    return b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+    return hiredis.pack_command(tuple(args))
 
 
 def connect(port: int, timeout: float = 5.0) -> socket.socket:
