@@ -12,13 +12,14 @@ Scenarios (each a ``disque-benchmark --json`` run of -n jobs capped by
   ADDJOB-to-GETJOB latency under ~50% load
 * 1 node with the append-only file, appendfsync everysec: the cycle
 * 3 nodes: REPLICATE 3 synchronous (cycle, and ADDJOB only), REPLICATE 3
-  ASYNC (cycle), federation (producers on node 1, consumers on node 2)
+  ASYNC (cycle), federation (producers on node 1, consumers on node 2; its
+  backlog gets up to 120 s to drain, so that every job is checked)
 * memory: resident memory per queued job after queueing 1,000,000 jobs
   (16-byte bodies) in a fresh node started with --maxmemory 0
 
 plus the 3-node REPLICATE 3 sync ADDJOB rate as a ratio of the single-node
 ADDJOB rate. The table goes to stdout and to bench/results/latest.md
-(gitignored); progress to stderr. The full run takes about 4-5 minutes on 2
+(gitignored); progress to stderr. The full run takes about 3-6 minutes on 2
 cores, --quick (short runs, 100,000 jobs for memory) under a minute.
 Installs nothing; starts and always stops its own nodes (temporary
 directories, free ports below 32768), also on an error, Ctrl-C or SIGTERM.
