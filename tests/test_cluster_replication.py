@@ -87,6 +87,41 @@ def test_repljob_retried_towards_a_node_that_comes_back(cluster3):
     assert c.call("SHOW", result["id"]) is not None
 
 
+def messages_received(node) -> int:
+    info = node.call("CLUSTER", "INFO").decode()
+    return int(info.split("cluster_stats_messages_received:")[1].split()[0])
+
+
+def test_one_gotjob_confirms_every_copy_taken_in_one_pass(cluster3):
+    """A paused replica finds 60 REPLJOBs waiting: it confirms them all in one GOTJOB
+    (far fewer messages than jobs reach the origin), and every ADDJOB returns."""
+    a, b, c = cluster3
+    jobs = 60
+    ids: list[bytes] = []
+
+    def add() -> None:
+        with a.client(socket_timeout=30) as cl:
+            ids.append(cl.execute_command("ADDJOB", "q", "body", "20000", "REPLICATE", "3"))
+
+    b.pause()
+    threads = [threading.Thread(target=add) for _ in range(jobs)]
+    try:
+        for t in threads:
+            t.start()
+        wait_for(lambda: a.info("clients")["blocked_clients"] == jobs, 10,
+                 message="every ADDJOB waiting for the paused replica")
+        before = messages_received(a)
+    finally:
+        b.resume()
+    for t in threads:
+        t.join(30)
+    assert len(ids) == jobs
+    # Without batching, b alone would send one GOTJOB per job; the rest is gossip.
+    assert messages_received(a) - before < jobs // 2
+    for jid in ids:
+        assert owners(b, jid) == set(cluster3.node_ids())
+
+
 def test_job_with_replicate_n_survives_n_minus_1_killed_owners(start_cluster):
     cluster = start_cluster(3)
     a, b, c = cluster
