@@ -1,4 +1,5 @@
-"""Code shared by the project's clients (`disque`, `disque-tui`, `disque_spark`).
+"""Code shared by the node and the project's clients (`disque`, `disque-tui`,
+`disque_spark`): ``splitargs`` (Redis' argument splitter) and ``tls``.
 
 Kept free of the CLI's and the dashboard's dependencies (only redis-py and
 the standard library), so `disque_spark` can ship it to Spark executors

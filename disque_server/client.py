@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import hiredis
 
+from disque_common.splitargs import SplitError, split_args
 from disque_server import resp
-from disque_server.config import ConfigError, split_args
 from disque_server.resp import (
     AGGREGATE_TYPES,
     BYTES_ONLY,
@@ -418,8 +418,8 @@ class Client(asyncio.Protocol):
                 line = buf[pos:nl].rstrip(b"\r")
                 pos = nl + 1
                 try:
-                    argv = [a.encode("latin-1") for a in split_args(line.decode("latin-1"))]
-                except ConfigError:
+                    argv = split_args(line)
+                except SplitError:
                     self.protocol_error("unbalanced quotes in request")
                     return False
                 if argv:

@@ -15,77 +15,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from disque_common import splitargs
+
 
 class ConfigError(Exception):
     """A bad directive or value; ``str()`` is the message for the user."""
 
 
 # ---------------------------------------------------------------------------
-# Argument splitting (config lines and inline commands), as Redis' sdssplitargs
+# Argument splitting of config lines, as Redis' sdssplitargs
 # ---------------------------------------------------------------------------
 
-_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "a": "\a"}
-
-
 def split_args(line: str) -> list[str]:
-    """Split a line into arguments with Redis' quoting rules.
+    """A config line's words, split as Redis does (sdssplitargs, the one splitter
+    of the node and the CLI). Text, as config values are: a \\xHH escape that makes
+    no UTF-8 is kept as a surrogate escape (encode with "surrogateescape").
 
     Raises ConfigError on unbalanced quotes.
     """
-    args: list[str] = []
-    i, n = 0, len(line)
-    while True:
-        while i < n and line[i].isspace():
-            i += 1
-        if i >= n:
-            return args
-        cur: list[str] = []
-        if line[i] == '"':
-            i += 1
-            while True:
-                if i >= n:
-                    raise ConfigError("Unbalanced quotes in configuration line")
-                ch = line[i]
-                if ch == "\\" and i + 3 < n and line[i + 1] == "x" and _is_hex(line[i + 2:i + 4]):
-                    cur.append(chr(int(line[i + 2:i + 4], 16)))
-                    i += 4
-                elif ch == "\\" and i + 1 < n:
-                    cur.append(_ESCAPES.get(line[i + 1], line[i + 1]))
-                    i += 2
-                elif ch == '"':
-                    i += 1
-                    if i < n and not line[i].isspace():
-                        raise ConfigError("Unbalanced quotes in configuration line")
-                    break
-                else:
-                    cur.append(ch)
-                    i += 1
-        elif line[i] == "'":
-            i += 1
-            while True:
-                if i >= n:
-                    raise ConfigError("Unbalanced quotes in configuration line")
-                ch = line[i]
-                if ch == "\\" and i + 1 < n and line[i + 1] == "'":
-                    cur.append("'")
-                    i += 2
-                elif ch == "'":
-                    i += 1
-                    if i < n and not line[i].isspace():
-                        raise ConfigError("Unbalanced quotes in configuration line")
-                    break
-                else:
-                    cur.append(ch)
-                    i += 1
-        else:
-            while i < n and not line[i].isspace():
-                cur.append(line[i])
-                i += 1
-        args.append("".join(cur))
-
-
-def _is_hex(s: str) -> bool:
-    return len(s) == 2 and all(c in "0123456789abcdefABCDEF" for c in s)
+    try:
+        words = splitargs.split_args(line)
+    except splitargs.SplitError:
+        raise ConfigError("Unbalanced quotes in configuration line") from None
+    return [w.decode("utf-8", errors="surrogateescape") for w in words]
 
 
 # ---------------------------------------------------------------------------
@@ -318,10 +270,24 @@ class Config:
 
     def _line(self, name: str) -> str:
         value = format_value(self.values[name])
-        if PARAMS[name].multi or value == "" or any(c.isspace() or c in "\"'" for c in value):
-            if not PARAMS[name].multi or value == "":
-                value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if value == "" or not PARAMS[name].multi and any(
+                c.isspace() or c in "\"'" or not (c.isascii() and c.isprintable()) for c in value):
+            value = quote_word(value)
         return f"{name} {value}"
+
+
+_QUOTED_ESCAPES = {ord("\\"): "\\\\", ord('"'): '\\"', ord("\n"): "\\n", ord("\r"): "\\r",
+                   ord("\t"): "\\t", ord("\a"): "\\a", ord("\b"): "\\b"}
+
+
+def quote_word(value: str) -> str:
+    """A double-quoted word that split_args reads back as ``value``, as Redis'
+    sdscatrepr: bytes that are not printable ASCII become \\xHH."""
+    out = []
+    for b in value.encode("utf-8", errors="surrogateescape"):
+        escaped = _QUOTED_ESCAPES.get(b)
+        out.append(escaped if escaped else chr(b) if 32 <= b < 127 else f"\\x{b:02x}")
+    return '"' + "".join(out) + '"'
 
 
 def _explain(exc: Exception) -> str:

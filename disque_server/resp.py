@@ -40,7 +40,9 @@ def status(s: bytes) -> bytes:
 
 def error(msg: str) -> bytes:
     """``msg`` includes the error code: 'ERR ...', 'NOJOB ...'."""
-    return b"-" + msg.replace("\r", " ").replace("\n", " ").encode() + CRLF
+    # (surrogateescape: a client's bytes quoted in the message go back as they came)
+    return b"-" + msg.replace("\r", " ").replace("\n", " ").encode(
+        "utf-8", errors="surrogateescape") + CRLF
 
 
 def integer(n: int) -> bytes:
@@ -86,7 +88,7 @@ class Protocol:
         elif isinstance(value, int):
             out.append(integer(value))
         elif isinstance(value, str):
-            self._encode(value.encode(), out)
+            self._encode(value.encode("utf-8", errors="surrogateescape"), out)
         elif value is None:
             out.append(self.null)
         elif isinstance(value, dict):

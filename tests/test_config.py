@@ -101,6 +101,22 @@ def test_quotes_comments_and_blank_lines(start_node, tmp_path: Path) -> None:
         assert c.call("CONFIG", "GET", "hz") == ("*", [("$", "hz"), ("$", "11")])
 
 
+def test_hex_escapes_in_a_config_value_are_bytes(start_node, tmp_path: Path) -> None:
+    """As in Redis: "\\xff" in a config file is the byte 0xff (not the character U+00FF)."""
+    conf = write(tmp_path / "disque.conf", 'requirepass "p\\xffw"\n')
+    node = start_node(args=[str(conf)])
+    with Conn(node.port) as c:
+        assert c.call("AUTH", b"p\xffw") == ("+", "OK")
+        assert c.call("CONFIG", "REWRITE") == ("+", "OK")   # written back as "p\xffw"
+    assert 'requirepass "p\\xffw"' in conf.read_text()
+    node.restart()
+    with Conn(node.port) as c:
+        assert c.call("AUTH", b"p\xffw") == ("+", "OK")
+        assert c.call("CONFIG", "SET", "requirepass", b"q\xfe") == ("+", "OK")
+    with Conn(node.port) as c:
+        assert c.call("AUTH", b"q\xfe") == ("+", "OK")
+
+
 def test_config_from_stdin(tmp_path: Path) -> None:
     node = Node(tmp_path / "n")
     node.proc = subprocess.Popen(

@@ -78,6 +78,14 @@ def test_inline_addjob_and_quoted_arguments(node: Node, client: redis.Redis) -> 
         [[b"inq", jid.encode(), b"hello world"]]
 
 
+def test_inline_nul_byte_ends_the_line(node: Node) -> None:
+    """As in Redis (sdssplitargs reads a C string): what follows a NUL is ignored, and
+    a line that starts with one is empty."""
+    with socket.create_connection(("127.0.0.1", node.port), timeout=10) as s:
+        s.sendall(b"PING\0 ignored\r\n\0PING\r\nPING\r\n")
+        assert recv_until(s, 2) == b"+PONG\r\n+PONG\r\n"
+
+
 def test_inline_empty_lines_are_ignored(node: Node) -> None:
     with socket.create_connection(("127.0.0.1", node.port), timeout=10) as s:
         s.sendall(b"\r\n\r\nPING\r\n")

@@ -57,7 +57,7 @@ BUS_BUFFER_LIMIT = 1024 * 1024 * 1024
 def auth_proof(password: str, role: bytes, peer_nonce: bytes, own_nonce: bytes) -> bytes:
     """The proof a node in ``role`` (b"A" accepting, b"C" connecting) sends."""
     msg = role + b"|" + peer_nonce + b"|" + own_nonce
-    return hmac.new(password.encode(), msg, hashlib.sha256).hexdigest().encode()
+    return hmac.new(password.encode("utf-8", "surrogateescape"), msg, hashlib.sha256).hexdigest().encode()
 
 
 def encode_message(parts: list[bytes]) -> bytes:

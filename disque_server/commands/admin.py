@@ -32,7 +32,7 @@ def time_command(c: Client, argv: list[bytes]) -> None:
 
 
 def check_password(c: Client, password: bytes) -> bool:
-    expected = c.server.config["requirepass"].encode()
+    expected = c.server.config["requirepass"].encode("utf-8", "surrogateescape")
     return hmac.compare_digest(password, expected)
 
 
@@ -113,10 +113,13 @@ def config_command(c: Client, argv: list[bytes]) -> None:
     config = c.server.config
     if sub == b"get" and len(argv) == 3:
         pairs = config.get(argv[2].decode(errors="replace"))
-        c.reply_value({k.encode(): v.encode() for k, v in pairs})
+        c.reply_value({k.encode(): v.encode("utf-8", errors="surrogateescape") for k, v in pairs})
     elif sub == b"set" and len(argv) == 4:
         try:
-            config.set(argv[2].decode(errors="replace"), argv[3].decode(errors="replace"))
+            # Values are text with the client's bytes kept (surrogateescape), as in
+            # config files: a password set here is the one AUTH compares.
+            config.set(argv[2].decode(errors="replace"),
+                       argv[3].decode(errors="surrogateescape"))
         except ConfigError as exc:
             c.reply_error(f"ERR {exc}")
             return

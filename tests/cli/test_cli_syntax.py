@@ -39,12 +39,14 @@ def test_table_entries_are_well_formed() -> None:
     ('x ""  ', [b"x", b""]),
     ("   ", []),
     ('"\\xff\\t"', [b"\xff\t"]),
+    (b"PING\0 x", [b"PING"]),          # a NUL ends the line, as in Redis (a C string)
+    (b"a \0b", [b"a"]),
 ])
 def test_split_args(line: str, expected: list[bytes]) -> None:
     assert split_args(line) == expected
 
 
-@pytest.mark.parametrize("line", ['get "unbalanced', 'get "a"b', "get 'x"])
+@pytest.mark.parametrize("line", ['get "unbalanced', 'get "a"b', "get 'x", b'get "a\0b"'])
 def test_split_args_refuses_bad_quoting(line: str) -> None:
     with pytest.raises(SplitError):
         split_args(line)
