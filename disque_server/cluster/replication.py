@@ -19,6 +19,7 @@ from disque_server.client import Blocked
 from disque_server.clock import now_ms
 from disque_server.cluster.node import LEAVING
 from disque_server.cluster.serialize import job_from_fields, job_to_fields
+from disque_server.commands.addjob import activate_job, start_job
 from disque_server.job import (
     ACTIVE,
     FLAG_BCAST_QUEUED,
@@ -70,8 +71,6 @@ def candidates(cluster: Cluster, exclude: object, count: int) -> list[ClusterNod
 
 def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: int,
                       timeout_ms: int, asynchronous: bool, extrepl: bool) -> None:
-    from disque_server.commands.addjob import start_job
-
     now = now_ms()
     deadline = now + (timeout_ms or ASYNC_DEADLINE_MS) if (timeout_ms or asynchronous) else 0
     rep = Replication(job, None if asynchronous else client, additional, deadline,
@@ -89,7 +88,8 @@ def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: in
             start_job(client, job)
         client.reply(b"+%s\r\n" % job.id)
         return
-    client.block(Blocked("addjob", data=rep, on_timeout=lambda: None), 0)
+    # No timer of its own: at the ms-timeout the cron replies NOREPL (replication_failed).
+    client.block(Blocked("addjob", data=rep), 0)
 
 
 def send_repljob(cluster: Cluster, job: Job, node_ids: list[bytes]) -> None:
@@ -118,8 +118,6 @@ def cron(cluster: Cluster, now: int) -> None:
 
 
 def replication_achieved(cluster: Cluster, rep: Replication) -> None:
-    from disque_server.commands.addjob import activate_job
-
     job = rep.job
     del cluster.replications[job.id]
     server = cluster.server
