@@ -83,3 +83,25 @@ def test_fastack_of_job_unknown_here_broadcasts_deljob(start_cluster):
     non_owner = next(n for n in (b, c) if n.call("SHOW", jid) is None)
     assert non_owner.call("FASTACK", jid) == 0
     wait_for(lambda: gone_everywhere(cluster, jid), 5, message="DELJOB broadcast")
+
+
+def messages_received(node) -> int:
+    info = node.call("CLUSTER", "INFO").decode()
+    return int(info.split("cluster_stats_messages_received:")[1].split()[0])
+
+
+def test_the_gc_of_many_jobs_travels_in_few_messages(cluster3):
+    """One ACKJOB of 60 jobs: a paused owner finds their SETACKs waiting and answers
+    with one GOTACK for all (far fewer messages than jobs), and every copy goes."""
+    a, b, _ = cluster3
+    ids = [a.call("ADDJOB", "q", f"job{i}", "5000", "REPLICATE", "3") for i in range(60)]
+    b.pause()
+    try:
+        assert a.call("ACKJOB", *ids) == 60
+        before = messages_received(a)
+    finally:
+        b.resume()
+    wait_for(lambda: all(gone_everywhere(cluster3, jid) for jid in ids), 10,
+             message="GC of every copy")
+    # Without batching, b alone would answer with one GOTACK per job; the rest is gossip.
+    assert messages_received(a) - before < len(ids) // 2

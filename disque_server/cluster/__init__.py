@@ -195,10 +195,16 @@ class Cluster:
         node.link.send(self.header(mtype) + payload)
         return True
 
-    def send_batched(self, node: ClusterNode, mtype: bytes, item: bytes) -> None:
+    def send_batched(self, node: ClusterNode, mtype: bytes, *item: bytes) -> None:
         """One item of a message that carries many (see BusLink.send_batched)."""
         if node.link is not None:
-            node.link.send_batched(mtype, item)
+            node.link.send_batched(mtype, *item)
+
+    def send_batched_to_ids(self, ids: object, mtype: bytes, *item: bytes) -> None:
+        for node_id in ids:  # type: ignore[attr-defined]
+            node = self.nodes.get(node_id)
+            if node is not None and node is not self.myself and node.link is not None:
+                node.link.send_batched(mtype, *item)
 
     def send_to_ids(self, ids: object, mtype: bytes, payload: list[bytes]) -> None:
         data = b""

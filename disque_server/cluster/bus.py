@@ -17,6 +17,8 @@ README's state machine: MEET PING PONG FAIL (membership and failure
 detection), REPLJOB GOTJOB ENQUEUE (replication), WILLQUEUE QUEUED WORKING
 (re-queue), SETACK GOTACK DELJOB (ACK garbage collection), NEEDJOBS
 YOURJOBS PAUSE (federation). Handlers are ``on_<message>`` functions.
+GOTJOB, WORKING, SETACK, GOTACK and DELJOB speak of one job or of many: what
+a node says of many jobs in one event-loop pass goes in one message.
 
 A node keeps one outbound link to every other node and writes to it;
 it reads from both its outbound links and the inbound connections peers
@@ -239,14 +241,15 @@ class BusLink(asyncio.Protocol):
             self.cluster.messages_sent += 1
             self.schedule_flush()
 
-    def send_batched(self, mtype: bytes, item: bytes) -> None:
-        """Add one item to a message of many (``GOTJOB id id ...``): what a node confirms
-        in one event-loop pass goes in one message, handled once by the receiver."""
+    def send_batched(self, mtype: bytes, *item: bytes) -> None:
+        """Add one item (a job ID, or an ID and its value) to a message of many, as
+        ``GOTJOB id id ...``: what a node says of many jobs in one event-loop pass goes
+        in one message, handled once by the receiver."""
         if self.transport is not None and not self.closed and not self.transport.is_closing():
             if mtype != self.batch_type:
                 self.close_batch()
                 self.batch_type = mtype
-            self.batch.append(item)
+            self.batch.extend(item)
             self.schedule_flush()
 
     def close_batch(self) -> None:

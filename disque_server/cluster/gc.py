@@ -42,8 +42,8 @@ def start_gc(cluster: Cluster, job: Job) -> bool:
         cluster.server.jobs.unregister(job)
         return True
     targets = all_node_ids(cluster) if dummy else job.nodes_delivered
-    payload = [job.id, b"%d" % len(job.nodes_delivered)]
-    cluster.send_to_ids([n for n in targets if n not in job.nodes_confirmed], b"SETACK", payload)
+    cluster.send_batched_to_ids([n for n in targets if n not in job.nodes_confirmed], b"SETACK",
+                                job.id, b"%d" % len(job.nodes_delivered))
     return False
 
 
@@ -57,32 +57,48 @@ def in_flight(cluster: Cluster, job: Job) -> bool:
 
 def send_deljob(cluster: Cluster, job: Job) -> None:
     me = cluster.myself.id
-    cluster.send_to_ids([n for n in job.nodes_delivered if n != me], b"DELJOB", [job.id])
+    cluster.send_batched_to_ids([n for n in job.nodes_delivered if n != me], b"DELJOB", job.id)
 
 
 # ---- message handlers -------------------------------------------------------------------
+# SETACK and GOTACK carry (job ID, value) pairs, DELJOB job IDs: one or many, as the
+# sender batched what it had to say in one event-loop pass.
+
+def pairs(payload: list[bytes]) -> list[tuple[bytes, bytes]]:
+    """(ID, value) pairs of a batched message; a lone ID has the value b""."""
+    return [(payload[i], payload[i + 1] if i + 1 < len(payload) else b"")
+            for i in range(0, len(payload), 2)]
+
 
 def on_setack(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    for jid, may_have in pairs(payload):
+        setack(cluster, sender, jid, int(may_have) if may_have else 0)
+
+
+def setack(cluster: Cluster, sender: ClusterNode, jid: bytes, may_have: int) -> None:
     server = cluster.server
-    job = server.jobs.lookup(payload[0])
-    may_have = int(payload[1]) if len(payload) > 1 else 0
+    job = server.jobs.lookup(jid)
     if job is not None and job.state != ACKED:
         if job.state == WAIT_REPL:
             cluster.replications.pop(job.id, None)
         server.acks.acknowledge_job(job)
     if job is None or len(job.nodes_delivered) <= may_have:
-        cluster.send(sender, b"GOTACK", [payload[0], b"1" if job is not None else b"0"])
+        cluster.send_batched(sender, b"GOTACK", jid, b"1" if job is not None else b"0")
     else:
         # We know more nodes that may have it than the sender: our GC, not its.
         server.acks.try_gc(job)
 
 
 def on_gotack(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    for jid, known in pairs(payload):
+        gotack(cluster, sender, jid, known == b"1")
+
+
+def gotack(cluster: Cluster, sender: ClusterNode, jid: bytes, known: bool) -> None:
     server = cluster.server
-    job = server.jobs.lookup(payload[0])
+    job = server.jobs.lookup(jid)
     if job is None or job.state != ACKED:
         return
-    known = len(payload) > 1 and payload[1] == b"1"
     dummy = is_dummy(job)
     if dummy and known:
         server.jobs.unregister(job)        # an owner was reached: the GC is its job now
@@ -105,9 +121,10 @@ def on_gotack(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: lis
 
 def on_deljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     server = cluster.server
-    job = server.jobs.lookup(payload[0])
-    if job is not None:
-        server.jobs.unregister(job)
+    for jid in payload:
+        job = server.jobs.lookup(jid)
+        if job is not None:
+            server.jobs.unregister(job)
 
 
 HANDLERS = {b"SETACK": on_setack, b"GOTACK": on_gotack, b"DELJOB": on_deljob}

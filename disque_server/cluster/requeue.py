@@ -39,7 +39,7 @@ def send_willqueue(cluster: Cluster, job: Job) -> None:
 
 
 def broadcast_working(cluster: Cluster, job: Job) -> None:
-    cluster.send_to_ids(other_owners(cluster, job), b"WORKING", [job.id])
+    cluster.send_batched_to_ids(other_owners(cluster, job), b"WORKING", job.id)
 
 
 def postpone(cluster: Cluster, job: Job) -> None:
@@ -77,13 +77,15 @@ def on_queued(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: lis
 
 
 def on_working(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    """Job IDs (one or many: the sender batches a pass's deliveries)."""
     server = cluster.server
-    job = server.jobs.lookup(payload[0])
-    if job is None or job.state == ACKED:
-        return
-    if job.state == QUEUED:
-        server.queues.dequeue_job(job)
-    postpone(cluster, job)
+    for jid in payload:
+        job = server.jobs.lookup(jid)
+        if job is None or job.state == ACKED:
+            continue
+        if job.state == QUEUED:
+            server.queues.dequeue_job(job)
+        postpone(cluster, job)
 
 
 HANDLERS = {b"WILLQUEUE": on_willqueue, b"QUEUED": on_queued, b"WORKING": on_working}
