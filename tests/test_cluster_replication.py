@@ -122,6 +122,20 @@ def test_one_gotjob_confirms_every_copy_taken_in_one_pass(cluster3):
         assert owners(b, jid) == set(cluster3.node_ids())
 
 
+def test_jobs_added_in_one_pass_are_replicated_in_one_message(cluster3):
+    """60 pipelined ADDJOB ... ASYNC: one read, one event-loop pass, so each other
+    node gets them all in one REPLJOB."""
+    a, b, _ = cluster3
+    before = messages_received(b)
+    with a.client() as cl:
+        pipe = cl.pipeline(transaction=False)
+        for i in range(60):
+            pipe.execute_command("ADDJOB", "q", f"job{i}", "0", "REPLICATE", "3", "ASYNC")
+        ids = pipe.execute()
+    wait_for(lambda: all(b.call("SHOW", jid) for jid in ids), 10, message="copies on b")
+    assert messages_received(b) - before < len(ids) // 2
+
+
 def test_job_with_replicate_n_survives_n_minus_1_killed_owners(start_cluster):
     cluster = start_cluster(3)
     a, b, c = cluster

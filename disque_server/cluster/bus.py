@@ -17,8 +17,8 @@ README's state machine: MEET PING PONG FAIL (membership and failure
 detection), REPLJOB GOTJOB ENQUEUE (replication), WILLQUEUE QUEUED WORKING
 (re-queue), SETACK GOTACK DELJOB (ACK garbage collection), NEEDJOBS
 YOURJOBS PAUSE (federation). Handlers are ``on_<message>`` functions.
-GOTJOB, WORKING, SETACK, GOTACK and DELJOB speak of one job or of many: what
-a node says of many jobs in one event-loop pass goes in one message.
+REPLJOB, GOTJOB, WORKING, SETACK, GOTACK and DELJOB speak of one job or of
+many: what a node says of many jobs in one event-loop pass goes in one message.
 
 A node keeps one outbound link to every other node and writes to it;
 it reads from both its outbound links and the inbound connections peers

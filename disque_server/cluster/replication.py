@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from disque_server.client import Blocked
 from disque_server.clock import now_ms
 from disque_server.cluster.node import LEAVING
-from disque_server.cluster.serialize import job_from_fields, job_to_fields
+from disque_server.cluster.serialize import FIELDS, job_from_fields, job_to_fields
 from disque_server.commands.addjob import activate_job, start_job
 from disque_server.job import (
     ACTIVE,
@@ -93,8 +93,7 @@ def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: in
 
 
 def send_repljob(cluster: Cluster, job: Job, node_ids: list[bytes]) -> None:
-    payload = job_to_fields(job)
-    cluster.send_to_ids(node_ids, b"REPLJOB", payload)
+    cluster.send_batched_to_ids(node_ids, b"REPLJOB", *job_to_fields(job))
 
 
 def cron(cluster: Cluster, now: int) -> None:
@@ -153,9 +152,15 @@ def replication_failed(cluster: Cluster, rep: Replication) -> None:
 # ---- message handlers ------------------------------------------------------------------------
 
 def on_repljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    """Jobs (FIELDS fields each, one or many) another node is adding."""
+    for i in range(0, len(payload), FIELDS):
+        repljob(cluster, sender, payload[i:i + FIELDS])
+
+
+def repljob(cluster: Cluster, sender: ClusterNode, fields: list[bytes]) -> None:
     """Keep a copy of a job another node is adding, and confirm with GOTJOB."""
     server = cluster.server
-    job = job_from_fields(payload, ACTIVE)
+    job = job_from_fields(fields, ACTIVE)
     if job is None:
         return
     existing = server.jobs.lookup(job.id)
