@@ -136,6 +136,22 @@ def test_jobs_added_in_one_pass_are_replicated_in_one_message(cluster3):
     assert messages_received(b) - before < len(ids) // 2
 
 
+def test_a_thousand_jobs_replicated_at_once_all_arrive(cluster3):
+    """1,000 pipelined ADDJOB ... ASYNC are 12,000 REPLJOB fields for each other node:
+    several messages (a batch closes at BATCH_MAX_PARTS, and the pipeline takes more
+    than one read), every job in one of them."""
+    a, b, _ = cluster3
+    before = messages_received(b)
+    with a.client() as cl:
+        pipe = cl.pipeline(transaction=False)
+        for i in range(1000):
+            pipe.execute_command("ADDJOB", "q", f"job{i}", "0", "REPLICATE", "3", "ASYNC")
+        ids = pipe.execute()
+    wait_for(lambda: b.call("SHOW", ids[-1]) is not None, 10, message="copies on b")
+    assert sum(1 for jid in ids if b.call("SHOW", jid)) == 1000
+    assert 3 <= messages_received(b) - before < 500
+
+
 def test_job_with_replicate_n_survives_n_minus_1_killed_owners(start_cluster):
     cluster = start_cluster(3)
     a, b, c = cluster

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from disque_server.cluster.node import ClusterNode
 
 MAX_MESSAGE_PARTS = 1_000_000
+BATCH_MAX_PARTS = 4096    # a batched message (send_batched) closes at this many parts
 BUS_BUFFER_LIMIT = 1024 * 1024 * 1024
 
 
@@ -250,6 +251,8 @@ class BusLink(asyncio.Protocol):
                 self.close_batch()
                 self.batch_type = mtype
             self.batch.extend(item)
+            if len(self.batch) >= BATCH_MAX_PARTS:
+                self.close_batch()            # far below MAX_MESSAGE_PARTS, and no stall
             self.schedule_flush()
 
     def close_batch(self) -> None:
