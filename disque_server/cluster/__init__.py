@@ -202,24 +202,29 @@ class Cluster:
 
     def send_batched_to_ids(self, ids: object, mtype: bytes, *item: bytes) -> None:
         for node_id in ids:  # type: ignore[attr-defined]
-            node = self.nodes.get(node_id)
-            if node is not None and node is not self.myself and node.link is not None:
-                node.link.send_batched(mtype, *item)
+            link = self.link_to(node_id)
+            if link is not None:
+                link.send_batched(mtype, *item)
 
     def send_to_ids(self, ids: object, mtype: bytes, payload: list[bytes]) -> None:
         data = b""
         for node_id in ids:  # type: ignore[attr-defined]
-            node = self.nodes.get(node_id)
-            if node is None or node is self.myself or node.link is None:
-                continue
-            data = data or encode_message(self.header(mtype) + payload)
-            node.link.send_encoded(data)
+            link = self.link_to(node_id)
+            if link is not None:
+                data = data or encode_message(self.header(mtype) + payload)
+                link.send_encoded(data)
 
     def send_to_id(self, node_id: bytes, mtype: bytes, payload: list[bytes]) -> bool:
-        node = self.nodes.get(node_id)
-        if node is None or node is self.myself:
+        link = self.link_to(node_id)
+        if link is None:
             return False
-        return self.send(node, mtype, payload)
+        link.send(self.header(mtype) + payload)
+        return True
+
+    def link_to(self, node_id: bytes) -> BusLink | None:
+        """The link to another node, by its ID: None when unknown or not connected."""
+        node = self.nodes.get(node_id)
+        return node.link if node is not None and node is not self.myself else None
 
     def broadcast(self, mtype: bytes, payload: list[bytes]) -> None:
         data = b""
