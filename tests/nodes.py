@@ -47,6 +47,12 @@ def as_dict(reply: list | None) -> dict:
     return dict(zip(reply[::2], reply[1::2], strict=True))
 
 
+def messages_received(node: Node) -> int:
+    """Cluster bus messages the node received so far (CLUSTER INFO)."""
+    info = node.call("CLUSTER", "INFO").decode()
+    return int(info.split("cluster_stats_messages_received:")[1].split()[0])
+
+
 def port_free(port: int) -> bool:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

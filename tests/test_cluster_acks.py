@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodes import as_dict, wait_for
+from nodes import as_dict, messages_received, wait_for
 
 
 def gone_everywhere(cluster, jid: bytes) -> bool:
@@ -83,11 +83,6 @@ def test_fastack_of_job_unknown_here_broadcasts_deljob(start_cluster):
     non_owner = next(n for n in (b, c) if n.call("SHOW", jid) is None)
     assert non_owner.call("FASTACK", jid) == 0
     wait_for(lambda: gone_everywhere(cluster, jid), 5, message="DELJOB broadcast")
-
-
-def messages_received(node) -> int:
-    info = node.call("CLUSTER", "INFO").decode()
-    return int(info.split("cluster_stats_messages_received:")[1].split()[0])
 
 
 def test_the_gc_of_many_jobs_travels_in_few_messages(cluster3):

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 import redis
-from nodes import as_dict, wait_for
+from nodes import as_dict, messages_received, wait_for
 
 
 def owners(node, jid: bytes) -> set[bytes]:
@@ -87,11 +87,6 @@ def test_repljob_retried_towards_a_node_that_comes_back(cluster3):
     assert c.call("SHOW", result["id"]) is not None
 
 
-def messages_received(node) -> int:
-    info = node.call("CLUSTER", "INFO").decode()
-    return int(info.split("cluster_stats_messages_received:")[1].split()[0])
-
-
 def test_one_gotjob_confirms_every_copy_taken_in_one_pass(cluster3):
     """A paused replica finds 60 REPLJOBs waiting: it confirms them all in one GOTJOB
     (far fewer messages than jobs reach the origin), and every ADDJOB returns."""
@@ -122,16 +117,21 @@ def test_one_gotjob_confirms_every_copy_taken_in_one_pass(cluster3):
         assert owners(b, jid) == set(cluster3.node_ids())
 
 
+def add_async_pipelined(node, jobs: int) -> list[bytes]:
+    """ADDJOB ... REPLICATE 3 ASYNC, `jobs` times in one pipeline: the job IDs."""
+    with node.client() as cl:
+        pipe = cl.pipeline(transaction=False)
+        for i in range(jobs):
+            pipe.execute_command("ADDJOB", "q", f"job{i}", "0", "REPLICATE", "3", "ASYNC")
+        return pipe.execute()
+
+
 def test_jobs_added_in_one_pass_are_replicated_in_one_message(cluster3):
     """60 pipelined ADDJOB ... ASYNC: one read, one event-loop pass, so each other
     node gets them all in one REPLJOB."""
     a, b, _ = cluster3
     before = messages_received(b)
-    with a.client() as cl:
-        pipe = cl.pipeline(transaction=False)
-        for i in range(60):
-            pipe.execute_command("ADDJOB", "q", f"job{i}", "0", "REPLICATE", "3", "ASYNC")
-        ids = pipe.execute()
+    ids = add_async_pipelined(a, 60)
     wait_for(lambda: all(b.call("SHOW", jid) for jid in ids), 10, message="copies on b")
     assert messages_received(b) - before < len(ids) // 2
 
@@ -142,11 +142,7 @@ def test_a_thousand_jobs_replicated_at_once_all_arrive(cluster3):
     than one read), every job in one of them."""
     a, b, _ = cluster3
     before = messages_received(b)
-    with a.client() as cl:
-        pipe = cl.pipeline(transaction=False)
-        for i in range(1000):
-            pipe.execute_command("ADDJOB", "q", f"job{i}", "0", "REPLICATE", "3", "ASYNC")
-        ids = pipe.execute()
+    ids = add_async_pipelined(a, 1000)
     wait_for(lambda: b.call("SHOW", ids[-1]) is not None, 10, message="copies on b")
     assert sum(1 for jid in ids if b.call("SHOW", jid)) == 1000
     assert 3 <= messages_received(b) - before < 500
