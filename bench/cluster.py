@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,13 +131,16 @@ def form_cluster(nodes: list[Server]) -> None:
 
 
 @contextlib.contextmanager
-def running(tmp: Path, name: str, count: int = 1,
-            extra: Sequence[str] = ()) -> Iterator[list[Server]]:
-    """Start `count` nodes (a cluster when more than one), stop them all on the way out."""
+def running(tmp: Path, name: str, count: int = 1, extra: Sequence[str] = (),
+            start: Callable[[Path, str, Sequence[str]], Server] = start_node,
+            ) -> Iterator[list[Server]]:
+    """Start `count` nodes (a cluster when more than one), stop them all on the way out.
+    `start` starts one node: this checkout's by default (bench/vs_disque.py passes
+    one that starts the C Disque server)."""
     nodes: list[Server] = []
     try:
         for i in range(count):
-            nodes.append(start_node(tmp, f"{name}{i}" if count > 1 else name, extra))
+            nodes.append(start(tmp, f"{name}{i}" if count > 1 else name, extra))
         if count > 1:
             form_cluster(nodes)
         say(f"{name}: {count} node{'s' if count > 1 else ''} on port"
