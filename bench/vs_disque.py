@@ -268,7 +268,6 @@ class Figure:
     run: Callable[[list[Server]], Outcome]
     prepare: Step = nothing
     check: Step = nothing
-    cluster: bool = False
     samples: dict[str, list[Sample]] = field(default_factory=lambda: {k: [] for k in KINDS})
 
 
@@ -336,7 +335,7 @@ def cluster_figures(scale: Scale) -> list[Figure]:
     n = scale.replicated
     return [Figure("ADDJOB REPLICATE 3 sync, 3 nodes, unpipelined (CPU: sum of 3)", ">= 1.0",
                    rb_run(n, 1, ["ADDJOB", "q", "body", "5000", "REPLICATE", "3"]),
-                   flush_all, queued_after("q", n), cluster=True)]
+                   flush_all, queued_after("q", n))]
 
 
 def run_figure(figure: Figure, nodes: dict[str, list[Server]], runs: int) -> None:
