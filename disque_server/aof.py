@@ -33,6 +33,7 @@ from disque_server.job import (
     ACKED,
     ACTIVE,
     FLAG_BCAST_QUEUED,
+    FLAG_UNPLACED,
     QUEUED,
     STATE_BY_NAME,
     STATE_NAMES,
@@ -51,7 +52,7 @@ class AOFError(Exception):
 
 
 def job_record(job: Job) -> bytes:
-    return encode_message([b"LOADJOB", STATE_NAMES[job.state], b"%d" % job.flags,
+    return encode_message([b"LOADJOB", STATE_NAMES[job.state], b"%d" % (job.flags & ~FLAG_UNPLACED),
                            *job_to_fields(job)])
 
 
@@ -381,7 +382,7 @@ class AOF:
             server.jobs.unregister(old)
         if job.etime <= now_s:
             return True      # expired while the node was down
-        job.flags = int(record[2])
+        job.flags = int(record[2]) & ~FLAG_UNPLACED   # (a timer flag of the old process)
         q = server.queues.lookup(job.queue)
         if q is not None:
             job.queue = q.name

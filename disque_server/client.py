@@ -57,6 +57,8 @@ OUTPUT_HIGH_WATER = 64 * 1024 * 1024   # stop reading a client that does not rea
 DEFERRED_LIMIT = 1024 * 1024           # input kept for a blocked client before we stop reading
 
 _BIG_LENGTH = re.compile(rb"\$\d{9}")           # maybe over PROTO_MAX_BULK_LEN
+SMALL_READ = 16 * 1024                # its requests' elements are checked by a join
+_join = b"".join
 
 _client_ids = itertools.count(1)
 
@@ -163,7 +165,7 @@ class Client(asyncio.Protocol):
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
-        self.last_interaction = time.time()
+        self.last_interaction = self.server.clock_s
         self.server.stats.net_input_bytes += len(data)
         if self.closing:
             return
@@ -178,6 +180,12 @@ class Client(asyncio.Protocol):
                     self.reading_paused = True     # TCP back-pressure until unblocked
                     self.transport.pause_reading()
                 return
+        elif (self.at_boundary and data[0] == STAR and not self.inline_buf
+              and (data[2:3] == b"\r" or not count_problem(data, 0, MAX_MULTIBULK))
+              and next_array_header(data, 1, True) == len(data)):
+            self.run_read(data)
+            self.flush()
+            return
         else:
             self.chunk, self.chunk_pos, self.clean = data, 0, False
             if self.at_boundary and not self.inline_buf and not self.feed_more():
@@ -185,6 +193,63 @@ class Client(asyncio.Protocol):
                 return
         self.process_input()
         self.flush()
+
+    def run_read(self, data: bytes) -> None:
+        """The common read: requests from a boundary, no array header to look at first
+        (what feed_more would find). It is fed whole and run as process_input would;
+        wherever that stops inside the read (a client that blocks, a request cut by the
+        end of the read, a parse error), the state is left as process_input's own after
+        feeding the read in one piece, and process_input goes on from there."""
+        reader = self.reader
+        reader.feed(data)
+        self.framing = None                  # (as feed_more at a boundary)
+        gets, dispatch, has_data = reader.gets, self.server.dispatch, reader.has_data
+        small = len(data) <= SMALL_READ
+        done = 0
+        while True:
+            try:
+                request = gets()
+            except (hiredis.ProtocolError, MemoryError, ValueError, TypeError) as exc:
+                self.keep_read(data, done)
+                if not self.recover_inline(str(exc)):
+                    self.protocol_error(str(exc).lower() or "invalid multibulk length")
+                    return
+                break
+            if request is False:
+                self.keep_read(data, done)   # a request cut by the end of the read
+                break
+            if type(request) is not list:
+                self.protocol_error("expected a multibulk request of bulk strings")
+                return
+            try:
+                # Every element a bytes object (no integer, array, null...): joining
+                # them checks it for a third of what a look at each type costs, as
+                # long as the copy is small.
+                if small:
+                    _join(request)
+                elif not BYTES_ONLY.issuperset(map(type, request)):
+                    raise TypeError
+            except TypeError:
+                self.protocol_error("expected a multibulk request of bulk strings")
+                return
+            done += 1
+            if request:
+                dispatch(self, request)
+            if not has_data():
+                return                       # the common end: all run, at a boundary
+            if self.blocked or self.closing:
+                self.keep_read(data, done)
+                return
+        self.process_input()
+
+    def keep_read(self, data: bytes, done: int) -> None:
+        """The state process_input has after feeding ``data`` whole from a boundary
+        and getting ``done`` requests out of it."""
+        self.chunk, self.chunk_pos, self.clean = data, len(data), True
+        self.at_boundary = False
+        self.pending.append(data)
+        self.pending_len = len(data)
+        self.pending_count = done
 
     # ---- input --------------------------------------------------------------------
     def process_input(self) -> None:

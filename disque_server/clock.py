@@ -14,6 +14,9 @@ def now_s() -> int:
     return int(time.time())
 
 
+_random = random.random
+
+
 def time_error_ms(retry_s: int) -> int:
     """Random jitter added to re-queue times, so owners do not all wake at once."""
-    return int(random.random() * min(500, retry_s * 100))
+    return int(_random() * (500 if retry_s >= 5 else retry_s * 100))

@@ -6,6 +6,12 @@ the bucket keys. The cron pops due buckets and runs ``process_job`` on each
 job, which expires it, re-queues it, or retries its garbage collection.
 Buckets are sets, so unregistering a job frees it at once.
 
+Placing a job in its bucket waits for the cron, the only reader of the
+buckets: a request that sets a job's awake time only records it and lists
+the job once (``FLAG_UNPLACED``), and the cron files the listed jobs before
+it looks at what is due. A job created, delivered and acknowledged between
+two ticks (the common life of a job) never touches a bucket at all.
+
 JSCAN walks the parts of the job index (``JobIndex``) in a fixed order; its
 cursor is the next part, so a job present during a whole iteration is
 returned exactly once, whatever is added or removed meanwhile.
@@ -22,6 +28,7 @@ from disque_server.job import (
     ACKED,
     ACTIVE,
     FLAG_BCAST_WILLQUEUE,
+    FLAG_UNPLACED,
     QUEUED,
     WILLQUEUE_ADVANCE_MS,
     Job,
@@ -127,6 +134,7 @@ class Jobs:
         self.by_id = JobIndex()
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
+        self.unplaced: list[Job] = []    # awake time set since the last tick, not filed
 
     def __len__(self) -> int:
         return len(self.by_id)
@@ -171,23 +179,40 @@ class Jobs:
         self.schedule(job, at)
 
     def schedule(self, job: Job, at: int) -> None:
+        """Set the job's awake time; the cron files it in its bucket (place_unplaced)."""
+        if job.flags & FLAG_UNPLACED:
+            job.awake = at
+            return
         if job.awake:
             old = self.buckets.get(job.awake // BUCKET_MS)
             if old is not None:
                 old.discard(job)
         job.awake = at
-        key = at // BUCKET_MS
-        bucket = self.buckets.get(key)
-        if bucket is None:
-            bucket = self.buckets[key] = set()
-            heapq.heappush(self.bucket_heap, key)
-        bucket.add(job)
+        job.flags |= FLAG_UNPLACED
+        self.unplaced.append(job)
+
+    def place_unplaced(self) -> None:
+        """File the jobs whose awake time was set since the last tick in their buckets."""
+        unplaced, buckets, heap = self.unplaced, self.buckets, self.bucket_heap
+        self.unplaced = []
+        for job in unplaced:
+            job.flags &= ~FLAG_UNPLACED
+            at = job.awake
+            if not at:                        # unregistered meanwhile
+                continue
+            key = at // BUCKET_MS
+            bucket = buckets.get(key)
+            if bucket is None:
+                bucket = buckets[key] = set()
+                heapq.heappush(heap, key)
+            bucket.add(job)
 
     def _unschedule(self, job: Job) -> None:
-        if job.awake:
+        if job.awake and not job.flags & FLAG_UNPLACED:
             bucket = self.buckets.get(job.awake // BUCKET_MS)
             if bucket is not None:
                 bucket.discard(job)
+        job.awake = 0
 
     def process_due(self, now: int) -> int:
         """Run processJob on every job whose awake time has come.
@@ -196,6 +221,7 @@ class Jobs:
         a job rescheduled into the past waits for the next tick, so this
         can never spin.
         """
+        self.place_unplaced()
         heap, buckets = self.bucket_heap, self.buckets
         due: list[Job] = []
         while heap and heap[0] * BUCKET_MS <= now:
@@ -257,3 +283,7 @@ class Jobs:
         self.by_id.clear()
         self.buckets.clear()
         self.bucket_heap.clear()
+        for job in self.unplaced:
+            job.flags &= ~FLAG_UNPLACED
+            job.awake = 0
+        self.unplaced.clear()

@@ -206,13 +206,14 @@ class Queues:
     def mark_delivered(self, q: Queue, job: Job) -> None:
         job.state = ACTIVE
         job.flags |= FLAG_DELIVERED
-        q.atime = now_s()
+        now = now_ms()
+        q.atime = now // 1000
         q.jobs_out += 1
         if job.retry:
             # The retry period counts from the delivery: the worker gets it all.
             job.flags |= FLAG_BCAST_WILLQUEUE
-            job.qtime = now_ms() + job.retry * 1000 + time_error_ms(job.retry)
-            self.server.jobs.update_awake(job)
+            job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+            self.server.jobs.update_awake(job, now)
             if len(job.nodes_delivered) > 1:
                 self.server.cluster.broadcast_working(job)   # the other owners wait too
 

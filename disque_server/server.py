@@ -23,7 +23,6 @@ from disque_server import resp, tls
 from disque_server.ack import Acks
 from disque_server.aof import AOF
 from disque_server.client import Client
-from disque_server.clock import now_ms
 from disque_server.cluster import Cluster
 from disque_server.collector import Collector
 from disque_server.commands import Command, build_table
@@ -76,6 +75,7 @@ class Server:
         self.log = log
         self.loop: asyncio.AbstractEventLoop = asyncio.get_event_loop()
         self.start_time = time.time()
+        self.clock_s = self.start_time    # time.time() as of the last cron tick
         self.run_id = os.urandom(20).hex()
         self.stats = Stats()
         self.clients: dict[Client, None] = {}
@@ -278,7 +278,8 @@ class Server:
     def cron(self) -> None:
         self.record_stall(int((time.monotonic() - self._cron_expected) * 1000))
         try:
-            now = now_ms()
+            self.clock_s = time.time()
+            now = int(self.clock_s * 1000)
             self.jobs.process_due(now)
             self.cluster.cron(now)
             self.collector.cron()

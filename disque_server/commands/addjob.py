@@ -12,6 +12,7 @@ from disque_server.queue import PAUSED_IN
 
 if TYPE_CHECKING:
     from disque_server.client import Client
+    from disque_server.queue import Queue
     from disque_server.server import Server
 
 DEFAULT_TTL = 24 * 3600
@@ -113,7 +114,26 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
     timeout = parse_timeout_or_reply(c, argv[3])
     if timeout is None or (with_options and not check_options(c, opts)):
         return
+    if size > 1 or opts.replicate > 1:
+        add_replicated_job(c, argv, opts, timeout)
+        return
+    q = server.queues.by_name.get(argv[1])
+    name = argv[1] if q is None else queue_accepts(c, q, opts)
+    if name is None:
+        return
+    now = now_ms()
+    job = create_job(c, name, argv[2], opts, False, now)
+    server.jobs.register(job, schedule=False)    # activate_job sets its timer
+    activate_job(server, job, now)
+    c.out.append(b"+%s\r\n" % job.id)
 
+
+def add_replicated_job(c: Client, argv: list[bytes], opts: AddjobOptions,
+                       timeout: int) -> None:
+    """ADDJOB in a cluster: the job is replicated before it starts."""
+    server = c.server
+    cluster = server.cluster
+    size = cluster.size
     # Replicate externally (no local copy) when leaving or short of memory.
     extrepl = size > 1 and (cluster.leaving or server.memory.level >= EXTERNAL_REPL)
     additional = opts.replicate if extrepl else opts.replicate - 1
@@ -121,18 +141,10 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
     if additional > reachable:
         c.reply(NOREPL_NO_COPY if extrepl and additional - 1 == reachable else NOREPL)
         return
-
-    name = argv[1]
-    q = server.queues.by_name.get(name)
-    if q is not None:
-        if opts.maxlen and len(q.jobs) >= opts.maxlen:
-            c.reply(b"-MAXLEN Queue is already longer than the specified MAXLEN count\r\n")
-            return
-        if q.flags & PAUSED_IN:
-            c.reply(b"-PAUSED Queue paused in input, try later\r\n")
-            return
-        name = q.name   # share one bytes object for the queue name of all its jobs
-
+    q = server.queues.by_name.get(argv[1])
+    name = argv[1] if q is None else queue_accepts(c, q, opts)
+    if name is None:
+        return
     now = now_ms()
     job = create_job(c, name, argv[2], opts, extrepl, now)
     if additional > 0:
@@ -142,20 +154,36 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
     c.reply(b"+%s\r\n" % job.id)
 
 
+def queue_accepts(c: Client, q: Queue, opts: AddjobOptions) -> bytes | None:
+    """The queue's name (one bytes object for all its jobs), or None after replying
+    why the queue refuses the job (MAXLEN, paused in input)."""
+    if opts.maxlen and len(q.jobs) >= opts.maxlen:
+        c.reply(b"-MAXLEN Queue is already longer than the specified MAXLEN count\r\n")
+        return None
+    if q.flags & PAUSED_IN:
+        c.reply(b"-PAUSED Queue paused in input, try later\r\n")
+        return None
+    return q.name
+
+
 def create_job(c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrepl: bool,
                now: int) -> Job:
     server = c.server
-    myself = server.cluster.myself
-    job = Job(generate_job_id(myself.id, opts.ttl, opts.retry), WAIT_REPL,
-              shared_int(now // 1000 + opts.ttl), shared_int(opts.retry))
+    cluster = server.cluster
+    retry = opts.retry
+    job = Job(generate_job_id(cluster.myself.id, opts.ttl, retry), WAIT_REPL,
+              shared_int(now // 1000 + opts.ttl), shared_int(retry))
     job.queue = queue
     job.body = body
     job.repl = opts.replicate
-    job.delay = opts.delay
     job.ctime = server.ctime_clock.next(now)
+    if opts.delay:
+        job.delay = opts.delay
+        job.qtime = now + opts.delay * 1000
+    else:
+        job.qtime = now + retry * 1000
     if not extrepl:
-        job.nodes_delivered = server.cluster.myself_only
-    job.qtime = now + (opts.delay or opts.retry) * 1000
+        job.nodes_delivered = cluster.myself_only
     return job
 
 
@@ -172,4 +200,5 @@ def activate_job(server: Server, job: Job, now: int = 0) -> None:
         server.jobs.update_awake(job)
     else:
         server.queues.enqueue_job(job, now=now)
-    server.on_job_changed(job)
+    if server.aof.state != "off":
+        server.on_job_changed(job)
