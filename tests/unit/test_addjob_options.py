@@ -8,7 +8,7 @@ one method and keeps what was sent."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from disque_server.commands.addjob import (
@@ -19,6 +19,9 @@ from disque_server.commands.addjob import (
     default_retry,
     parse_options,
 )
+
+# No deadline and no speed check: a loaded machine must not fail a property on timing.
+RELAXED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SYNTAX = b"-ERR syntax error\r\n"
 REPLICATE = b"-ERR REPLICATE must be between 1 and 65535\r\n"
@@ -84,6 +87,7 @@ numeric = {
 }
 
 
+@RELAXED
 @given(data=st.data())
 def test_any_valid_options_in_any_order_and_case(data: st.DataObject) -> None:
     chosen = data.draw(st.lists(st.sampled_from([*numeric, "ASYNC"]), unique=True))
@@ -135,6 +139,7 @@ def test_at_most_once_needs_replicate_1_only_when_more_is_asked() -> None:
     assert parse("RETRY", "0", "REPLICATE", "1", replicate=3)[0].replicate == 1
 
 
+@RELAXED
 @given(ttl=st.integers(1, 2**40))
 def test_default_retry_is_a_tenth_of_the_ttl_between_1_s_and_5_min(ttl: int) -> None:
     opts, _ = parse("TTL", str(ttl))

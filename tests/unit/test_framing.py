@@ -8,7 +8,7 @@ import re
 
 import hiredis
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from disque_server.resp import (
@@ -18,6 +18,9 @@ from disque_server.resp import (
     count_problem,
     next_array_header,
 )
+
+# No deadline and no speed check: a loaded machine must not fail a property on timing.
+RELAXED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 MAX_COUNT = 1024
 MAX_BULK = 4096
@@ -90,6 +93,7 @@ def ends_of(pipeline: list[bytes]) -> list[int]:
 # ---- Framing.walk agrees with hiredis ------------------------------------------------------
 
 @pytest.mark.parametrize("bulk_only", [False, True], ids=["client", "bus"])
+@RELAXED
 @given(data=st.data())
 def test_walk_stops_where_hiredis_completes_a_request(bulk_only: bool,
                                                       data: st.DataObject) -> None:
@@ -102,6 +106,7 @@ def test_walk_stops_where_hiredis_completes_a_request(bulk_only: bool,
 
 
 @pytest.mark.parametrize("bulk_only", [False, True], ids=["client", "bus"])
+@RELAXED
 @given(data=st.data())
 def test_walk_carries_its_state_over_any_cuts(bulk_only: bool, data: st.DataObject) -> None:
     """Fed read by read, one request at a time, the walk finds every boundary."""
@@ -150,6 +155,7 @@ def test_walk_stops_at_a_bad_header(before: bytes, bad: bytes, bulk_only: bool,
     assert framing.walk(good + bad) == (len(good), reason)
 
 
+@RELAXED
 @given(data=st.data())
 def test_walk_finds_a_nested_array_however_the_stream_is_cut(data: st.DataObject) -> None:
     pipeline = data.draw(pipelines(False))
@@ -186,6 +192,7 @@ noisy = st.binary(max_size=3000) | st.lists(
                      b"*100", b"$5\r\n"]), max_size=1500).map(b"".join)
 
 
+@RELAXED
 @given(buf=noisy.filter(bool), small_ok=st.booleans(), data=st.data())
 def test_next_array_header_matches_its_definition(buf: bytes, small_ok: bool,
                                                   data: st.DataObject) -> None:

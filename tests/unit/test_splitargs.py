@@ -5,12 +5,15 @@ lines in the CLI. What the node and the CLI quote, it reads back."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from disque_cli.render import quote
 from disque_common.splitargs import SplitError, split_args
 from disque_server.config import quote_word
+
+# No deadline and no speed check: a loaded machine must not fail a property on timing.
+RELAXED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 arguments = st.lists(st.binary(max_size=40), max_size=8)
 separators = st.text(alphabet=" \t\r\n", min_size=1, max_size=3)
@@ -21,18 +24,21 @@ plain_words = st.lists(
         lambda w: not set(w) & set(b" \t\r\n\0\"'") and w[0] not in b"\v\f"), max_size=8)
 
 
+@RELAXED
 @given(args=arguments, data=st.data())
 def test_reads_back_what_the_cli_quotes(args: list[bytes], data: st.DataObject) -> None:
     line = b"".join(quote(arg) + data.draw(separators).encode() for arg in args)
     assert split_args(line) == args
 
 
+@RELAXED
 @given(args=arguments)
 def test_reads_back_what_config_rewrite_quotes(args: list[bytes]) -> None:
     words = [quote_word(arg.decode("utf-8", errors="surrogateescape")) for arg in args]
     assert split_args(" ".join(words)) == args
 
 
+@RELAXED
 @given(words=plain_words, data=st.data())
 def test_plain_words_split_on_blanks(words: list[bytes], data: st.DataObject) -> None:
     blanks = st.text(alphabet=" \t\r\n\v\f", max_size=3).map(str.encode)
