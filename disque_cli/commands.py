@@ -53,7 +53,6 @@ class Command:
     summary: str
     group: str
     since: str = "1.0.0"
-    arity: int = 0            # server arity of a top-level command; negative = at least
     verbatim: bool = False    # the reply is text to print as is (INFO, CLUSTER NODES)
     json: str | None = None   # --json shape, see render.JSON_SHAPES
     values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -77,52 +76,50 @@ COMMANDS: tuple[Command, ...] = (
     # ---- jobs ----
     Command("ADDJOB", "queue job ms-timeout [REPLICATE count] [DELAY sec] [RETRY sec] "
             "[TTL sec] [MAXLEN count] [ASYNC]",
-            "Add a job to a queue, replicated to the given number of nodes", "jobs", arity=-4),
+            "Add a job to a queue, replicated to the given number of nodes", "jobs"),
     Command("GETJOB", "[NOHANG] [TIMEOUT ms-timeout] [COUNT count] [WITHCOUNTERS] "
             "FROM queue [queue ...]",
             "Fetch jobs from the first non-empty queue, blocking until one is available",
-            "jobs", arity=-3),
+            "jobs"),
     Command("ACKJOB", "job-id [job-id ...]",
             "Acknowledge jobs as processed, and garbage collect them cluster-wide",
-            "jobs", arity=-2),
+            "jobs"),
     Command("FASTACK", "job-id [job-id ...]",
-            "Acknowledge jobs with a best-effort cluster-wide deletion", "jobs", arity=-2),
+            "Acknowledge jobs with a best-effort cluster-wide deletion", "jobs"),
     Command("WORKING", "job-id",
-            "Postpone the next delivery of a job still being worked on", "jobs", arity=2),
+            "Postpone the next delivery of a job still being worked on", "jobs"),
     Command("NACK", "job-id [job-id ...]",
             "Put jobs back in the queue ASAP, incrementing their nacks counter",
-            "jobs", arity=-2),
-    Command("SHOW", "job-id", "Describe a job as key/value pairs", "jobs", arity=2,
+            "jobs"),
+    Command("SHOW", "job-id", "Describe a job as key/value pairs", "jobs",
             json="pairs"),
     Command("DELJOB", "job-id [job-id ...]", "Delete jobs from the local node only",
-            "jobs", arity=-2),
+            "jobs"),
     Command("JSCAN", "[cursor] [COUNT count] [BUSYLOOP] [QUEUE queue] [STATE state ...] "
             "[REPLY ALL|ID]",
-            "Iterate the jobs of the local node", "jobs", arity=-1, json="jscan",
+            "Iterate the jobs of the local node", "jobs", json="jscan",
             values={"state": JOB_STATES}),
     # ---- queues ----
     Command("QLEN", "queue", "Number of jobs queued in a queue of the local node",
-            "queues", arity=2),
+            "queues"),
     Command("QSTAT", "queue", "Statistics of a queue of the local node as key/value pairs",
-            "queues", arity=2, json="pairs"),
+            "queues", json="pairs"),
     Command("QPEEK", "queue count",
             "Return jobs of a queue without consuming them, newest first if count < 0",
-            "queues", arity=3),
+            "queues"),
     Command("ENQUEUE", "job-id [job-id ...]", "Put jobs in their queue if not queued yet",
-            "queues", arity=-2),
-    Command("DEQUEUE", "job-id [job-id ...]", "Remove jobs from their queue", "queues",
-            arity=-2),
+            "queues"),
+    Command("DEQUEUE", "job-id [job-id ...]", "Remove jobs from their queue", "queues"),
     Command("QSCAN", "[cursor] [COUNT count] [BUSYLOOP] [MINLEN len] [MAXLEN len] "
             "[IMPORTRATE rate]",
-            "Iterate the queues of the local node", "queues", arity=-1),
+            "Iterate the queues of the local node", "queues"),
     Command("PAUSE", "queue IN|OUT|ALL|NONE|STATE|BCAST [IN|OUT|ALL|NONE|STATE|BCAST ...]",
-            "Pause a queue in input, output or both, possibly on every node", "queues",
-            arity=-3),
+            "Pause a queue in input, output or both, possibly on every node", "queues"),
     # ---- cluster ----
     Command("HELLO", "", "Handshake: format version, this node ID and all the known nodes",
-            "cluster", arity=1, json="hello"),
+            "cluster", json="hello"),
     Command("CLUSTER", "subcommand [argument ...]", "Cluster membership and state",
-            "cluster", arity=-2, subcommands=(
+            "cluster", subcommands=(
                 _sub("CLUSTER", "MEET", "ip port", "Join the cluster of the node at ip:port",
                      "cluster"),
                 _sub("CLUSTER", "NODES", "", "The cluster configuration as seen by this node",
@@ -142,9 +139,9 @@ COMMANDS: tuple[Command, ...] = (
             )),
     # ---- server ----
     Command("INFO", "[section]", "Information and statistics about the node", "server",
-            arity=-1, verbatim=True, json="info", values={"section": INFO_SECTIONS}),
+            verbatim=True, json="info", values={"section": INFO_SECTIONS}),
     Command("CONFIG", "subcommand [argument ...]", "Read and change the configuration",
-            "server", arity=-2, subcommands=(
+            "server", subcommands=(
                 _sub("CONFIG", "GET", "parameter", "Values of the parameters matching a "
                      "glob pattern", "server", json="pairs",
                      values={"parameter": CONFIG_PARAMETERS}),
@@ -157,14 +154,14 @@ COMMANDS: tuple[Command, ...] = (
                      "server"),
             )),
     Command("SLOWLOG", "subcommand [argument]", "The log of slow commands", "server",
-            arity=-2, subcommands=(
+            subcommands=(
                 _sub("SLOWLOG", "GET", "[count]", "The most recent slow log entries",
                      "server"),
                 _sub("SLOWLOG", "LEN", "", "Number of entries in the slow log", "server"),
                 _sub("SLOWLOG", "RESET", "", "Clear the slow log", "server"),
             )),
     Command("LATENCY", "subcommand [argument ...]", "Latency monitoring", "server",
-            arity=-2, subcommands=(
+            subcommands=(
                 _sub("LATENCY", "LATEST", "", "The latest latency spike of every event",
                      "server"),
                 _sub("LATENCY", "HISTORY", "event", "The latency spikes of one event",
@@ -177,30 +174,27 @@ COMMANDS: tuple[Command, ...] = (
                      "server", verbatim=True),
             )),
     Command("COMMAND", "[subcommand [argument ...]]",
-            "Details about the commands of the server", "server", arity=0, subcommands=(
+            "Details about the commands of the server", "server", subcommands=(
                 _sub("COMMAND", "COUNT", "", "Number of commands of the server", "server"),
                 _sub("COMMAND", "INFO", "command-name [command-name ...]",
                      "Details about the given commands", "server"),
             )),
     Command("DEBUG", "subcommand [argument ...]", "Debugging commands", "server",
-            arity=-2, subcommands=(
+            subcommands=(
                 _sub("DEBUG", "SEGFAULT", "", "Make the server crash", "server"),
                 _sub("DEBUG", "FLUSHALL", "", "Delete all the jobs and queues", "server"),
                 _sub("DEBUG", "SLEEP", "seconds", "Stop the server for some time", "server"),
             )),
-    Command("BGREWRITEAOF", "", "Rewrite the append-only file in the background", "server",
-            arity=1),
-    Command("MONITOR", "", "Stream every command received by the server", "server",
-            arity=1),
-    Command("TIME", "", "The server time: unix seconds and microseconds", "server",
-            arity=1),
-    Command("SHUTDOWN", "[NOSAVE|SAVE]", "Stop the server", "server", arity=-1),
+    Command("BGREWRITEAOF", "", "Rewrite the append-only file in the background", "server"),
+    Command("MONITOR", "", "Stream every command received by the server", "server"),
+    Command("TIME", "", "The server time: unix seconds and microseconds", "server"),
+    Command("SHUTDOWN", "[NOSAVE|SAVE]", "Stop the server", "server"),
     # ---- connection ----
-    Command("PING", "[message]", "Ping the server", "connection", arity=-1),
-    Command("AUTH", "password", "Authenticate to the server", "connection", arity=2),
-    Command("QUIT", "", "Close the connection", "connection", arity=1),
+    Command("PING", "[message]", "Ping the server", "connection"),
+    Command("AUTH", "password", "Authenticate to the server", "connection"),
+    Command("QUIT", "", "Close the connection", "connection"),
     Command("CLIENT", "subcommand [argument ...]", "Inspect and manage client connections",
-            "connection", arity=-2, subcommands=(
+            "connection", subcommands=(
                 _sub("CLIENT", "LIST", "", "The list of client connections", "connection",
                      verbatim=True),
                 _sub("CLIENT", "KILL", "ip:port", "Close the connection of a client",
