@@ -119,6 +119,15 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
         ("latency-monitor-threshold", "milliseconds",
          "Record events (such as a late event loop) that take at least this long, for "
          "LATENCY LATEST and LATENCY HISTORY; 0 disables the latency monitor."),
+        ("metrics-port", "port",
+         "Serve Prometheus metrics at /metrics on this port (HTTPS when tls-cert-file and "
+         "tls-key-file are set, with tls-auth-clients applying to scrapers); 0 serves none. "
+         "Beyond Disque."),
+        ("metrics-bind", "address [address ...]",
+         "Addresses of the metrics endpoint; without it, those of the client port."),
+        ("metrics-max-queues", "number",
+         "Most queues given their own series (the longest first); "
+         "disque_queues_not_exported counts the others."),
     ]),
 ]
 

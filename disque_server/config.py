@@ -158,6 +158,10 @@ PARAMS: dict[str, Param] = {p.name: p for p in [
     _P("tls-auth-clients", "no", visible=False, settable=False,
        choices=("yes", "no", "optional")),
     _P("tls-cluster", False, parse_bool, visible=False, settable=False),
+    # Beyond Disque: a Prometheus endpoint (see disque_server/metrics.py).
+    _P("metrics-port", 0, parse_int, visible=False, settable=False, minimum=0),
+    _P("metrics-bind", "", visible=False, settable=False, multi=True),
+    _P("metrics-max-queues", 1000, parse_int, visible=False, settable=False, minimum=0),
 ]}
 
 

@@ -19,6 +19,7 @@ import ipaddress
 import os
 import random
 import ssl
+from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -81,6 +82,7 @@ class Cluster:
         self.blacklist: dict[bytes, int] = {}
         self.messages_sent = 0
         self.messages_received = 0
+        self.received_by_type: defaultdict[bytes, int] = defaultdict(int)   # (known types)
         self.bus_servers: list[asyncio.AbstractServer] = []
         self.ssl_server: ssl.SSLContext | None = None     # tls-cluster
         self.ssl_client: ssl.SSLContext | None = None
@@ -260,6 +262,7 @@ class Cluster:
             node.flags.discard(LEAVING)
         handler = HANDLERS.get(mtype)
         if handler is not None:
+            self.received_by_type[mtype] += 1
             try:
                 handler(self, node, link, payload)
             except (ValueError, IndexError) as exc:

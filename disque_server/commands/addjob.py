@@ -107,11 +107,13 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
     if with_options:
         opts = AddjobOptions(min(3, size))
         if not parse_options(c, argv, opts):
+            server.stats.count_refusal(b"addjob", b"ERR")
             return
     else:
         opts = _DEFAULT_OPTIONS[min(3, size)]
     timeout = parse_timeout_or_reply(c, argv[3])
     if timeout is None or (with_options and not check_options(c, opts)):
+        server.stats.count_refusal(b"addjob", b"ERR")
         return
 
     # Replicate externally (no local copy) when leaving or short of memory.
@@ -120,6 +122,7 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
     reachable = cluster.replication_candidates_count() if size > 1 else 0
     if additional > reachable:
         c.reply(NOREPL_NO_COPY if extrepl and additional - 1 == reachable else NOREPL)
+        server.stats.count_refusal(b"addjob", b"NOREPL")
         return
 
     name = argv[1]
@@ -127,9 +130,11 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
     if q is not None:
         if opts.maxlen and len(q.jobs) >= opts.maxlen:
             c.reply(b"-MAXLEN Queue is already longer than the specified MAXLEN count\r\n")
+            server.stats.count_refusal(b"addjob", b"MAXLEN")
             return
         if q.flags & PAUSED_IN:
             c.reply(b"-PAUSED Queue paused in input, try later\r\n")
+            server.stats.count_refusal(b"addjob", b"PAUSED")
             return
         name = q.name   # share one bytes object for the queue name of all its jobs
 
