@@ -89,8 +89,9 @@ COMMANDS: tuple[Command, ...] = (
             "Acknowledge jobs with a best-effort cluster-wide deletion", "jobs", arity=-2),
     Command("WORKING", "job-id",
             "Postpone the next delivery of a job still being worked on", "jobs", arity=2),
-    Command("NACK", "job-id [job-id ...]",
-            "Put jobs back in the queue ASAP, incrementing their nacks counter",
+    Command("NACK", "job-id [job-id ...] [DELAY seconds]",
+            "Put jobs back in the queue ASAP, incrementing their nacks counter; "
+            "DELAY (an extension): after that many seconds, on one node",
             "jobs", arity=-2),
     Command("SHOW", "job-id", "Describe a job as key/value pairs", "jobs", arity=2,
             json="pairs"),

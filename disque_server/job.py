@@ -21,6 +21,7 @@ STATE_BY_NAME = {v: k for k, v in STATE_NAMES.items()}
 FLAG_DELIVERED = 1        # handed to a client at least once (GETJOB)
 FLAG_BCAST_QUEUED = 2     # next enqueue is a re-queue: tell the other owners
 FLAG_BCAST_WILLQUEUE = 4  # send WILLQUEUE before re-queueing (awake 500 ms early)
+FLAG_NACK_DELAYED = 8     # NACK ... DELAY: the next timed re-queue is that NACK's
 
 ID_LEN = 40
 WILLQUEUE_ADVANCE_MS = 500
