@@ -125,7 +125,7 @@ class Server:
             await self.listen(hosts, self.config["tls-port"], tls.server_context(self.config))
             self.log.notice("Accepting TLS connections on port %d", self.config["tls-port"])
         self.log.notice("Ready to accept connections on port %d (cluster bus on port %d)",
-                        self.config["port"], self.config["port"] + 10000)
+                        self.config["port"], self.cluster.bus_port)
         self.schedule_cron()
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
