@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 
 import pytest
 import redis
-from nodes import ClusterOfNodes, Node, free_port, wait_for
+from nodes import ROOT, ClusterOfNodes, Node, free_port, wait_for
 
 
 def loopback_alias_usable(ip: str) -> bool:
@@ -142,6 +144,13 @@ def test_nodes_behind_nat_form_a_cluster_and_serve_jobs(tmp_path, forwarder):
                 {(m.outside[0], m.outside[1]) for m in nodes}
         for n in nodes:   # every bus link went through the NAT
             assert forwarder.connections[(n.outside[0], n.outside[2])] >= 2
+        # The cluster manager finds every node at its announced address (ip:port@busport).
+        check = subprocess.run(
+            [sys.executable, "-m", "disque_cli", "--cluster", "check",
+             f"{nodes[1].outside[0]}:{nodes[1].outside[1]}"],
+            capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert f"{nodes[0].outside[0]}:{nodes[0].outside[1]}" in check.stdout
 
         jid = nodes[0].call("ADDJOB", "q", "across the NAT", 0, "REPLICATE", 3)
         assert all(n.call("SHOW", jid) for n in nodes)
