@@ -51,6 +51,7 @@ _disque() {
     case "${command,,}" in
         addjob) words="REPLICATE DELAY RETRY TTL MAXLEN ASYNC" ;;
         getjob) words="NOHANG TIMEOUT COUNT WITHCOUNTERS FROM" ;;
+        nack) words="DELAY" ;;
         jscan) words="COUNT BUSYLOOP QUEUE STATE wait-repl active queued acked REPLY ALL ID" ;;
         qscan) words="COUNT BUSYLOOP MINLEN MAXLEN IMPORTRATE" ;;
         pause) words="IN OUT ALL NONE STATE BCAST" ;;

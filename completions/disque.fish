@@ -115,7 +115,7 @@ complete -c disque -n __fish_disque_needs_command -a getjob -d 'Fetch jobs from 
 complete -c disque -n __fish_disque_needs_command -a ackjob -d 'Acknowledge jobs as processed, and garbage collect them cluster-wide'
 complete -c disque -n __fish_disque_needs_command -a fastack -d 'Acknowledge jobs with a best-effort cluster-wide deletion'
 complete -c disque -n __fish_disque_needs_command -a working -d 'Postpone the next delivery of a job still being worked on'
-complete -c disque -n __fish_disque_needs_command -a nack -d 'Put jobs back in the queue ASAP, incrementing their nacks counter'
+complete -c disque -n __fish_disque_needs_command -a nack -d 'Put jobs back in the queue ASAP, incrementing their nacks counter; DELAY (an extension): after that many seconds, on one node'
 complete -c disque -n __fish_disque_needs_command -a show -d 'Describe a job as key/value pairs'
 complete -c disque -n __fish_disque_needs_command -a deljob -d 'Delete jobs from the local node only'
 complete -c disque -n __fish_disque_needs_command -a jscan -d 'Iterate the jobs of the local node'
@@ -145,6 +145,7 @@ complete -c disque -n __fish_disque_needs_command -a client -d 'Inspect and mana
 
 complete -c disque -n '__fish_disque_using addjob' -a 'REPLICATE DELAY RETRY TTL MAXLEN ASYNC'
 complete -c disque -n '__fish_disque_using getjob' -a 'NOHANG TIMEOUT COUNT WITHCOUNTERS FROM'
+complete -c disque -n '__fish_disque_using nack' -a 'DELAY'
 complete -c disque -n '__fish_disque_using jscan' -a 'COUNT BUSYLOOP QUEUE STATE wait-repl active queued acked REPLY ALL ID'
 complete -c disque -n '__fish_disque_using qscan' -a 'COUNT BUSYLOOP MINLEN MAXLEN IMPORTRATE'
 complete -c disque -n '__fish_disque_using pause' -a 'IN OUT ALL NONE STATE BCAST'

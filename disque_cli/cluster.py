@@ -274,7 +274,7 @@ def parse_nodes(text: str) -> list[ViewEntry]:
         fields = line.split()
         if len(fields) < 3:
             continue
-        host, _, port = fields[1].rpartition(":")
+        host, _, port = fields[1].partition("@")[0].rpartition(":")   # ip:port[@busport]
         entries.append(ViewEntry(
             id=fields[0], host=host.strip("[]"), port=int(port) if port.isdigit() else 0,
             flags=set(fields[2].split(",")), link=fields[5] if len(fields) > 5 else "connected"))

@@ -88,8 +88,9 @@ COMMANDS: tuple[Command, ...] = (
             "Acknowledge jobs with a best-effort cluster-wide deletion", "jobs"),
     Command("WORKING", "job-id",
             "Postpone the next delivery of a job still being worked on", "jobs"),
-    Command("NACK", "job-id [job-id ...]",
-            "Put jobs back in the queue ASAP, incrementing their nacks counter",
+    Command("NACK", "job-id [job-id ...] [DELAY seconds]",
+            "Put jobs back in the queue ASAP, incrementing their nacks counter; "
+            "DELAY (an extension): after that many seconds, on one node",
             "jobs"),
     Command("SHOW", "job-id", "Describe a job as key/value pairs", "jobs",
             json="pairs"),

@@ -104,6 +104,18 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
         ("cluster-node-timeout", "milliseconds",
          "A node that does not answer for this long is flagged PFAIL; when the majority "
          "of the nodes agree it becomes FAIL. Lower values detect failures sooner."),
+        ("cluster-port", "port",
+         "Port of the cluster bus; 0 means port plus 10000. Beyond Disque, as Redis 7."),
+        ("cluster-announce-ip", "address",
+         "The IP address this node tells the other nodes (and HELLO and CLUSTER NODES "
+         "show), when they cannot reach it at the address they see, as behind NAT or in a "
+         "container. Empty: the address peers see."),
+        ("cluster-announce-port", "port",
+         "The client port this node announces; 0 means port."),
+        ("cluster-announce-bus-port", "port",
+         "The cluster bus port this node announces; 0 means the bus port it listens on. "
+         "CLUSTER MEET reaches a node at its port plus 10000, so a node announcing "
+         "another bus port should be the one that meets the others."),
     ]),
     ("Queues", [
         ("queue-max-idle-time", "seconds",
@@ -119,6 +131,15 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
         ("latency-monitor-threshold", "milliseconds",
          "Record events (such as a late event loop) that take at least this long, for "
          "LATENCY LATEST and LATENCY HISTORY; 0 disables the latency monitor."),
+        ("metrics-port", "port",
+         "Serve Prometheus metrics at /metrics on this port (HTTPS when tls-cert-file and "
+         "tls-key-file are set, with tls-auth-clients applying to scrapers); 0 serves none. "
+         "Beyond Disque."),
+        ("metrics-bind", "address [address ...]",
+         "Addresses of the metrics endpoint; without it, those of the client port."),
+        ("metrics-max-queues", "number",
+         "Most queues given their own series (the longest first); "
+         "disque_queues_not_exported counts the others."),
     ]),
 ]
 

@@ -9,6 +9,7 @@ config file or on the command line only, as in Disque.
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import os
 import tempfile
 from collections.abc import Callable
@@ -62,6 +63,21 @@ def parse_memory(text: str) -> int:
 
 def parse_int(text: str) -> int:
     return int(text.strip())
+
+
+def parse_ip(text: str) -> str:
+    """An IPv4 or IPv6 address, or empty."""
+    if text:
+        ipaddress.ip_address(text)     # ValueError when it is not one
+    return text
+
+
+def parse_port(text: str) -> int:
+    """A TCP port, or 0 for none."""
+    port = int(text.strip())
+    if not 0 <= port <= 65535:
+        raise ValueError(text)
+    return port
 
 
 def parse_bool(text: str) -> bool:
@@ -158,6 +174,15 @@ PARAMS: dict[str, Param] = {p.name: p for p in [
     _P("tls-auth-clients", "no", visible=False, settable=False,
        choices=("yes", "no", "optional")),
     _P("tls-cluster", False, parse_bool, visible=False, settable=False),
+    # Beyond Disque: containers and NAT, as Redis 7 (what this node tells its peers).
+    _P("cluster-port", 0, parse_port, visible=False, settable=False, minimum=0),
+    _P("cluster-announce-ip", "", parse_ip, visible=False, settable=False),
+    _P("cluster-announce-port", 0, parse_port, visible=False, settable=False, minimum=0),
+    _P("cluster-announce-bus-port", 0, parse_port, visible=False, settable=False, minimum=0),
+    # Beyond Disque: a Prometheus endpoint (see disque_server/metrics.py).
+    _P("metrics-port", 0, parse_int, visible=False, settable=False, minimum=0),
+    _P("metrics-bind", "", visible=False, settable=False, multi=True),
+    _P("metrics-max-queues", 1000, parse_int, visible=False, settable=False, minimum=0),
 ]}
 
 

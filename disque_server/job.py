@@ -22,6 +22,7 @@ FLAG_DELIVERED = 1        # handed to a client at least once (GETJOB)
 FLAG_BCAST_QUEUED = 2     # next enqueue is a re-queue: tell the other owners
 FLAG_BCAST_WILLQUEUE = 4  # send WILLQUEUE before re-queueing (awake 500 ms early)
 FLAG_UNPLACED = 8         # awake time set, not yet filed in a timer bucket (jobs.py)
+FLAG_NACK_DELAYED = 16    # NACK ... DELAY: the next timed re-queue is that NACK's
 
 ID_LEN = 40
 WILLQUEUE_ADVANCE_MS = 500

@@ -28,6 +28,7 @@ from disque_server.job import (
     ACKED,
     ACTIVE,
     FLAG_BCAST_WILLQUEUE,
+    FLAG_NACK_DELAYED,
     FLAG_UNPLACED,
     QUEUED,
     WILLQUEUE_ADVANCE_MS,
@@ -260,7 +261,9 @@ class Jobs:
             if job.retry and q is not None and q.flags & PAUSED_IN:
                 job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
             else:
-                server.queues.enqueue_job(job)
+                nack = bool(job.flags & FLAG_NACK_DELAYED)   # NACK ... DELAY's re-queue
+                job.flags &= ~FLAG_NACK_DELAYED
+                server.queues.enqueue_job(job, nack)
         if job.state == QUEUED and job.qtime and job.qtime <= now and job.retry:
             job.flags |= FLAG_BCAST_WILLQUEUE
             job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)

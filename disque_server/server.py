@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from disque_server import resp, tls
+from disque_server import metrics, resp, tls
 from disque_server.ack import Acks
 from disque_server.aof import AOF
 from disque_server.client import Client
@@ -47,6 +47,9 @@ class Stats:
     net_output_bytes: int = 0
     blocked_clients: int = 0
     expired_jobs: int = 0
+    # ADDJOB refusals by error code (NOREPL, OOM, PAUSED, MAXLEN, ERR): counted on
+    # those paths only; the metrics derive the successful ones from the calls.
+    addjob_refused: dict = field(default_factory=dict)
     # instantaneous metrics: (time, commands, input bytes, output bytes) samples
     samples: deque = field(default_factory=lambda: deque(maxlen=16))
 
@@ -54,6 +57,10 @@ class Stats:
         blocked = self.blocked_clients
         self.__init__()  # type: ignore[misc]
         self.blocked_clients = blocked
+
+    def count_refusal(self, command: bytes, code: bytes) -> None:
+        if command == b"addjob":
+            self.addjob_refused[code] = self.addjob_refused.get(code, 0) + 1
 
     def sample(self) -> None:
         self.samples.append((time.monotonic(), self.commands_processed,
@@ -108,15 +115,17 @@ class Server:
     async def start(self) -> None:
         self.load_data()
         hosts = self.bind_addresses()
-        # The bus first: once the client port answers, the whole node is up, so
+        # The bus (and metrics) first: once the client port answers, the whole node is up, so
         # whoever waits for PING (scripts, tests, supervisors) may talk to the bus.
         await self.cluster.start_bus(hosts)
+        if self.config["metrics-port"]:
+            await metrics.start(self, hosts)
         await self.listen(hosts, self.config["port"])
         if self.config["tls-port"]:
             await self.listen(hosts, self.config["tls-port"], tls.server_context(self.config))
             self.log.notice("Accepting TLS connections on port %d", self.config["tls-port"])
         self.log.notice("Ready to accept connections on port %d (cluster bus on port %d)",
-                        self.config["port"], self.config["port"] + 10000)
+                        self.config["port"], self.cluster.bus_port)
         self.schedule_cron()
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
@@ -232,6 +241,7 @@ class Server:
             return
         if cmd.denyoom and self.memory.level >= FULL:
             client.reply(b"-OOM command not allowed when used memory > 'maxmemory'.\r\n")
+            self.stats.count_refusal(cmd.name_bytes, b"OOM")
             return
         if self.monitors:
             self.feed_monitors(client, argv)

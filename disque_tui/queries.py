@@ -121,7 +121,8 @@ def parse_cluster_nodes(reply: bytes | str) -> list[ClusterNodeLine]:
         if len(fields) < 3:
             continue
         flags = frozenset(f for f in fields[2].split(",") if f and f != "noflags")
-        lines.append(ClusterNodeLine(fields[0], fields[1], flags,
+        address = fields[1].partition("@")[0]    # ip:port[@busport]
+        lines.append(ClusterNodeLine(fields[0], address, flags,
                                      fields[5] if len(fields) > 5 else ""))
     return lines
 

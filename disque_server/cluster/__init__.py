@@ -19,6 +19,7 @@ import ipaddress
 import os
 import random
 import ssl
+from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -27,7 +28,7 @@ from disque_server.clock import now_ms
 from disque_server.cluster import federation, gc, replication, requeue
 from disque_server.cluster.bus import BusLink, encode_message
 from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
-from disque_server.config import atomic_write
+from disque_server.config import Config, atomic_write
 
 if TYPE_CHECKING:
     from disque_server.client import Client
@@ -58,6 +59,25 @@ def valid_port(port: bytes) -> bool:
     return port.isdigit() and len(port) <= 5 and 0 < int(port) <= 55535
 
 
+def parse_port_field(field: bytes) -> tuple[int, int] | None:
+    """``port`` or ``port@busport`` (a bus port other than port + 10000): the client
+    port and the bus port (0 for port + 10000), or None when invalid."""
+    port, at, bus = field.partition(b"@")
+    if not valid_port(port):
+        return None
+    if not at:
+        return int(port), 0
+    if not bus.isdigit() or len(bus) > 5 or not 0 < int(bus) < 65536:
+        return None
+    return int(port), (0 if int(bus) == int(port) + 10000 else int(bus))
+
+
+def port_field(node: ClusterNode) -> bytes:
+    """A node's ports in gossip: as Disque's (the port) unless its bus port is not
+    port + 10000; nodes that do not know the @ form skip such an entry."""
+    return b"%d@%d" % (node.port, node.cport) if node.cport else b"%d" % node.port
+
+
 def valid_ip(ip: bytes) -> bool:
     try:
         ipaddress.ip_address(ip.decode("ascii"))
@@ -74,6 +94,7 @@ class Cluster:
         self.leaving = False
         self.myself = ClusterNode(b"", "", server.config["port"])
         self.myself.flags.add(MYSELF)
+        self.bus_port = self.announce_address(server.config)
         self.myself.tls_port = server.config["tls-port"]   # startup-only: fixed here
         self.load_config()
         self.myself_only = (self.myself.id,)   # shared by every job created here
@@ -81,6 +102,7 @@ class Cluster:
         self.blacklist: dict[bytes, int] = {}
         self.messages_sent = 0
         self.messages_received = 0
+        self.received_by_type: defaultdict[bytes, int] = defaultdict(int)   # (known types)
         self.bus_servers: list[asyncio.AbstractServer] = []
         self.ssl_server: ssl.SSLContext | None = None     # tls-cluster
         self.ssl_client: ssl.SSLContext | None = None
@@ -108,8 +130,9 @@ class Cluster:
                 self.myself.id = fields[0]
                 continue
             host, _, port = fields[1].rpartition(b":")
-            if valid_ip(host) and valid_port(port):
-                node = ClusterNode(fields[0], host.decode(), int(port))
+            ports = parse_port_field(port)
+            if valid_ip(host) and ports is not None:
+                node = ClusterNode(fields[0], host.decode(), *ports)
                 node.last_seen = now_ms()
                 self.nodes[node.id] = node
         if not self.myself.id:
@@ -132,6 +155,33 @@ class Cluster:
             self.server.log.warning("Could not save the cluster config %s: %s",
                                     self.config_path, exc)
 
+    # ---- containers and NAT: what this node tells others (beyond Disque) ---------------
+    def announce_address(self, config: Config) -> int:
+        """Set what HELLO, CLUSTER NODES and the bus say of this node, as Redis 7's
+        cluster-announce-* directives; return the bus port to listen on."""
+        bus_port = config["cluster-port"] or config["port"] + 10000
+        me = self.myself
+        me.ip = config["cluster-announce-ip"]
+        me.port = config["cluster-announce-port"] or config["port"]
+        announced_bus = config["cluster-announce-bus-port"] or bus_port
+        me.cport = 0 if announced_bus == me.port + 10000 else announced_bus
+        # Said after the TLS port in MEET/PING/PONG only when there is news in it.
+        self.announced = [me.ip.encode(), b"%d" % announced_bus] if me.ip or me.cport else []
+        return bus_port
+
+    def learn_announced(self, sender: ClusterNode, ip: bytes, bus_port: bytes) -> None:
+        """A peer's own word on its address (it is behind NAT): it wins over what we see."""
+        ports = parse_port_field(b"%d@%s" % (sender.port, bus_port))
+        changed = False
+        if ip and valid_ip(ip) and ip.decode() != sender.ip:
+            sender.ip = ip.decode()
+            changed = True
+        if ports is not None and ports[1] != sender.cport:
+            sender.cport = ports[1]
+            changed = True
+        if changed and HANDSHAKE not in sender.flags:
+            self.save_config()
+
     # ---- the bus ---------------------------------------------------------------------
     async def start_bus(self, hosts: list[str | None]) -> None:
         loop = self.server.loop
@@ -142,7 +192,7 @@ class Cluster:
         for host in hosts:
             try:
                 srv = await loop.create_server(lambda: BusLink(self), host,
-                                               self.myself.port + 10000, reuse_address=True,
+                                               self.bus_port, reuse_address=True,
                                                ssl=self.ssl_server)
             except OSError:
                 if host == "::1":
@@ -260,6 +310,7 @@ class Cluster:
             node.flags.discard(LEAVING)
         handler = HANDLERS.get(mtype)
         if handler is not None:
+            self.received_by_type[mtype] += 1
             try:
                 handler(self, node, link, payload)
             except (ValueError, IndexError) as exc:
@@ -330,26 +381,33 @@ class Cluster:
         payload: list[bytes] = []
         for n in others:
             flags = ",".join(sorted(n.flags & {PFAIL, FAIL, LEAVING})) or "-"
-            payload += [n.id, n.ip.encode(), b"%d" % n.port, flags.encode()]
+            payload += [n.id, n.ip.encode(), port_field(n), flags.encode()]
         payload.append(b"%d" % self.myself.tls_port)
+        payload += self.announced
         return payload
 
     def learn_tls_port(self, sender: ClusterNode, payload: list[bytes]) -> None:
-        if len(payload) % 4 == 1:
-            port = payload[-1]
+        """The elements after the gossip entries: the TLS port, then, from a node that
+        announces its address (NAT), its IP (empty: the one we see) and bus port."""
+        extra = len(payload) % 4
+        if extra in (1, 3):
+            port = payload[-extra]
             sender.tls_port = int(port) if port != b"0" and valid_port(port) else 0
+        if extra == 3:
+            self.learn_announced(sender, payload[-2], payload[-1])
 
     def process_gossip(self, sender: ClusterNode, payload: list[bytes]) -> None:
         now = now_ms()
         for i in range(0, len(payload) - 3, 4):
             node_id, ip, port, flags = payload[i:i + 4]
-            if node_id == self.myself.id or not valid_node_id(node_id) or not valid_port(port):
+            ports = parse_port_field(port)
+            if node_id == self.myself.id or not valid_node_id(node_id) or ports is None:
                 continue
             node = self.nodes.get(node_id)
             if node is None:
                 if self.blacklisted(node_id) or not valid_ip(ip):
                     continue
-                node = ClusterNode(node_id, ip.decode(errors="replace"), int(port))
+                node = ClusterNode(node_id, ip.decode(errors="replace"), *ports)
                 node.last_seen = now
                 self.nodes[node_id] = node
                 self.server.log.notice("Discovered node %s via gossip", node_id[:8].decode())
@@ -467,7 +525,7 @@ class Cluster:
             if HANDSHAKE in n.flags and for_config:
                 continue
             link = "connected" if n is self.myself or n.link else "disconnected"
-            lines.append(f"{n.id.decode()} {n.ip}:{n.port} {self.node_flags(n)} "
+            lines.append(f"{n.id.decode()} {n.address} {self.node_flags(n)} "
                          f"{n.ping_sent} {n.pong_received} {link}")
         return "\n".join(lines) + "\n"
 

@@ -11,13 +11,14 @@ PFAIL, FAIL, LEAVING, HANDSHAKE, MYSELF = "pfail", "fail", "leaving", "handshake
 
 
 class ClusterNode:
-    __slots__ = ("id", "ip", "port", "tls_port", "flags", "ping_sent", "pong_received",
+    __slots__ = ("id", "ip", "port", "cport", "tls_port", "flags", "ping_sent", "pong_received",
                  "last_seen", "link", "connecting", "fail_reports", "ctime", "connect_attempt")
 
-    def __init__(self, node_id: bytes, ip: str = "", port: int = 0) -> None:
+    def __init__(self, node_id: bytes, ip: str = "", port: int = 0, cport: int = 0) -> None:
         self.id = node_id
         self.ip = ip
         self.port = port
+        self.cport = cport          # its cluster bus port, when not port + 10000 (0: that)
         self.tls_port = 0           # its TLS client port, from its own PING/PONG (0: none)
         self.flags: set[str] = set()
         self.ping_sent = 0          # ms; an unanswered PING was sent then (0: none)
@@ -35,7 +36,12 @@ class ClusterNode:
 
     @property
     def bus_port(self) -> int:
-        return self.port + 10000
+        return self.cport or self.port + 10000
+
+    @property
+    def address(self) -> str:
+        """ip:port, and @busport when the bus port is not port + 10000 (as Redis')."""
+        return f"{self.ip}:{self.port}" + (f"@{self.cport}" if self.cport else "")
 
     def __repr__(self) -> str:
         return f"<ClusterNode {self.id[:8].decode()} {self.ip}:{self.port} {sorted(self.flags)}>"

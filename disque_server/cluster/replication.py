@@ -145,6 +145,7 @@ def replication_failed(cluster: Cluster, rep: Replication) -> None:
     client = rep.client
     if client is not None and client.blocked is not None and client.blocked.data is rep:
         client.reply(NOREPL_TIMEOUT)
+        server.stats.count_refusal(b"addjob", b"NOREPL")
         client.unblock()
         client.flush()
 

@@ -7,6 +7,8 @@ When an owner re-queues it broadcasts QUEUED: the others postpone their own
 timer, and if two owners queued it at once, the one with the greater node
 ID dequeues its copy, so one node, not all, delivers it again. WORKING
 (and a delivery, which starts the retry period) postpones every owner.
+POSTPONE (beyond Disque: ``NACK ... DELAY``) holds every other owner's copy
+until the delay has passed, so the NACKing node re-queues it first.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms, time_error_ms
-from disque_server.job import ACKED, FLAG_BCAST_WILLQUEUE, QUEUED, Job
+from disque_server.job import ACKED, FLAG_BCAST_WILLQUEUE, FLAG_NACK_DELAYED, QUEUED, Job
 
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from disque_server.cluster.node import ClusterNode
 
 NACK, DELIVERY, NOCOUNT = b"nack", b"deliv", b"-"
+MAX_POSTPONE_MS = 10 * 365 * 86400 * 1000   # a POSTPONE beyond this is not believed
+POSTPONE_MARGIN_MS = 1000   # the other owners' copies wait this much past a NACK's delay
 
 
 def other_owners(cluster: Cluster, job: Job) -> list[bytes]:
@@ -42,7 +46,15 @@ def broadcast_working(cluster: Cluster, job: Job) -> None:
     cluster.send_batched_to_ids(other_owners(cluster, job), b"WORKING", job.id)
 
 
+def broadcast_postpone(cluster: Cluster, job: Job, delay_ms: int) -> None:
+    """NACK ... DELAY (beyond Disque): no owner may queue the job before the delay.
+    Nodes that do not know POSTPONE ignore it (their retry timer stands)."""
+    cluster.send_batched_to_ids(other_owners(cluster, job), b"POSTPONE", job.id,
+                                b"%d" % delay_ms)
+
+
 def postpone(cluster: Cluster, job: Job) -> None:
+    job.flags &= ~FLAG_NACK_DELAYED      # another owner re-queued or delivered it
     if job.retry:
         job.flags |= FLAG_BCAST_WILLQUEUE
         job.qtime = now_ms() + job.retry * 1000 + time_error_ms(job.retry)
@@ -88,4 +100,28 @@ def on_working(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
         postpone(cluster, job)
 
 
-HANDLERS = {b"WILLQUEUE": on_willqueue, b"QUEUED": on_queued, b"WORKING": on_working}
+def on_postpone(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    """Pairs of job ID and delay in ms: NACK ... DELAY on the sender. A queued copy
+    leaves its queue (as for WORKING); no copy re-queues before the delay, and
+    the others wait a second (and the usual jitter) more: the sender's re-queue
+    comes first and counts the NACK; they stand in for it if it fails."""
+    server = cluster.server
+    now = now_ms()
+    for i in range(0, len(payload) - 1, 2):
+        job = server.jobs.lookup(payload[i])
+        delay_ms = int(payload[i + 1])
+        if job is None or job.state == ACKED or not 0 <= delay_ms <= MAX_POSTPONE_MS:
+            continue
+        if job.state == QUEUED:
+            server.queues.dequeue_job(job)
+        job.flags &= ~FLAG_NACK_DELAYED
+        at = now + delay_ms + POSTPONE_MARGIN_MS + time_error_ms(max(job.retry, 1))
+        if at > job.qtime:
+            if job.retry:
+                job.flags |= FLAG_BCAST_WILLQUEUE
+            job.qtime = at
+        server.jobs.update_awake(job)
+
+
+HANDLERS = {b"WILLQUEUE": on_willqueue, b"QUEUED": on_queued, b"WORKING": on_working,
+            b"POSTPONE": on_postpone}

@@ -108,11 +108,13 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
     if with_options:
         opts = AddjobOptions(min(3, size))
         if not parse_options(c, argv, opts):
+            server.stats.count_refusal(b"addjob", b"ERR")
             return
     else:
         opts = _DEFAULT_OPTIONS[min(3, size)]
     timeout = parse_timeout_or_reply(c, argv[3])
     if timeout is None or (with_options and not check_options(c, opts)):
+        server.stats.count_refusal(b"addjob", b"ERR")
         return
     if size > 1 or opts.replicate > 1:
         add_replicated_job(c, argv, opts, timeout)
@@ -140,6 +142,7 @@ def add_replicated_job(c: Client, argv: list[bytes], opts: AddjobOptions,
     reachable = cluster.replication_candidates_count() if size > 1 else 0
     if additional > reachable:
         c.reply(NOREPL_NO_COPY if extrepl and additional - 1 == reachable else NOREPL)
+        server.stats.count_refusal(b"addjob", b"NOREPL")
         return
     q = server.queues.by_name.get(argv[1])
     name = argv[1] if q is None else queue_accepts(c, q, opts)
@@ -159,9 +162,11 @@ def queue_accepts(c: Client, q: Queue, opts: AddjobOptions) -> bytes | None:
     why the queue refuses the job (MAXLEN, paused in input)."""
     if opts.maxlen and len(q.jobs) >= opts.maxlen:
         c.reply(b"-MAXLEN Queue is already longer than the specified MAXLEN count\r\n")
+        c.server.stats.count_refusal(b"addjob", b"MAXLEN")
         return None
     if q.flags & PAUSED_IN:
         c.reply(b"-PAUSED Queue paused in input, try later\r\n")
+        c.server.stats.count_refusal(b"addjob", b"PAUSED")
         return None
     return q.name
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms, time_error_ms
-from disque_server.commands.args import BADID, validate_job_ids
+from disque_server.cluster import requeue
+from disque_server.commands.args import BADID, parse_ll, validate_job_ids
 from disque_server.job import (
     ACKED,
     ACTIVE,
     FLAG_BCAST_WILLQUEUE,
+    FLAG_DELIVERED,
+    FLAG_NACK_DELAYED,
     QUEUED,
     Job,
     is_at_least_once_id,
@@ -124,6 +127,7 @@ def postpone_requeue(c: Client, job: Job, now: int) -> None:
     server = c.server
     if job.state == QUEUED:
         server.queues.dequeue_job(job)
+    job.flags &= ~FLAG_NACK_DELAYED
     if job.retry:
         job.flags |= FLAG_BCAST_WILLQUEUE
         job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
@@ -135,7 +139,38 @@ def enqueue_command(c: Client, argv: list[bytes]) -> None:
 
 
 def nack_command(c: Client, argv: list[bytes]) -> None:
+    if len(argv) > 3 and argv[-2].lower() == b"delay":
+        nack_delayed(c, argv[1:-2], argv[-1])
+        return
     enqueue_generic(c, argv, nack=True)
+
+
+def nack_delayed(c: Client, ids: list[bytes], delay_arg: bytes) -> None:
+    """NACK id ... DELAY seconds (beyond Disque): each job is queued again after the
+    delay, on one node, as a NACK's re-queue; the other owners are told not to queue
+    their copies earlier (POSTPONE)."""
+    delay = parse_ll(delay_arg)
+    if delay is None or delay < 0:
+        c.reply(b"-ERR DELAY time must be a non negative number\r\n")
+        return
+    if not delay:
+        enqueue_generic(c, [b"nack", *ids], nack=True)
+        return
+    if not validate_job_ids(c, ids):
+        return
+    server = c.server
+    requeue_at = now_ms() + delay * 1000
+    nacked = 0
+    for jid in ids:
+        job = server.jobs.lookup(jid)
+        if job is None or job.state != ACTIVE or (job.retry == 0 and job.flags & FLAG_DELIVERED):
+            continue    # what plain NACK could not queue again either
+        job.flags |= FLAG_NACK_DELAYED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
+        job.qtime = requeue_at
+        server.jobs.update_awake(job)
+        requeue.broadcast_postpone(server.cluster, job, delay * 1000)
+        nacked += 1
+    c.reply(integer(nacked))
 
 
 def enqueue_generic(c: Client, argv: list[bytes], nack: bool) -> None:
@@ -145,8 +180,10 @@ def enqueue_generic(c: Client, argv: list[bytes], nack: bool) -> None:
     enqueued = 0
     for jid in argv[1:]:
         job = server.jobs.lookup(jid)
-        if job is not None and job.state == ACTIVE and server.queues.enqueue_job(job, nack):
-            enqueued += 1
+        if job is not None and job.state == ACTIVE:
+            job.flags &= ~FLAG_NACK_DELAYED      # queued now: a pending NACK DELAY is void
+            if server.queues.enqueue_job(job, nack):
+                enqueued += 1
     c.reply(integer(enqueued))
 
 

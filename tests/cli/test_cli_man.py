@@ -18,7 +18,8 @@ CONF_DIRECTIVES = """port bind dir logfile loglevel pidfile daemonize timeout tc
 maxclients maxmemory hz requirepass appendonly appendfilename appendfsync aof-enqueue-jobs-once
 aof-load-truncated auto-aof-rewrite-percentage auto-aof-rewrite-min-size cluster-config-file
 cluster-node-timeout protected-mode queue-max-idle-time slowlog-log-slower-than slowlog-max-len
-latency-monitor-threshold""".split()
+latency-monitor-threshold metrics-port metrics-bind metrics-max-queues cluster-port
+cluster-announce-ip cluster-announce-port cluster-announce-bus-port""".split()
 
 
 def test_pages_are_up_to_date() -> None:

@@ -45,6 +45,13 @@ def test_parse_cluster_nodes() -> None:
     assert lines[2].address == "127.0.0.1:7713" and lines[2].link == "connected"
 
 
+def test_parse_cluster_nodes_with_a_bus_port() -> None:
+    """A node announcing a bus port other than port + 10000 (NAT) shows ip:port@busport."""
+    [line] = queries.parse_cluster_nodes(
+        b"%s 10.0.0.2:7711@27711 noflags 0 0 connected\n" % (b"a" * 40))
+    assert line.address == "10.0.0.2:7711"
+
+
 def test_parse_info() -> None:
     info = queries.parse_info(b"# Jobs\r\nregistered_jobs:3\r\n\r\n# Queues\r\n"
                               b"registered_queues:2\r\nexecutable:/a:b\r\n")
