@@ -44,6 +44,7 @@ from disque_server.resp import (
 )
 
 if TYPE_CHECKING:
+    from disque_server.commands import Command
     from disque_server.queue import Queue
     from disque_server.server import Server
 
@@ -121,7 +122,7 @@ class Client(asyncio.Protocol):
         self.monitor = False
         self.closing = False
         self.reading_paused = False
-        self.last_cmd = b"NULL"
+        self.last_cmd: Command | None = None   # (CLIENT LIST's cmd=)
         # No more than 29 attributes: past that, CPython 3.11 drops the compact layout
         # of instance attributes, and each request costs 12% more in process_input.
 
@@ -608,4 +609,4 @@ class Client(asyncio.Protocol):
         return (f"id={self.id} addr={self.addr} fd={self.fd} name={self.name.decode(errors='replace')} "
                 f"age={int(now - self.ctime)} idle={int(now - self.last_interaction)} "
                 f"flags={flags} qbuf={self.pending_len + len(self.inline_buf)} qbuf-free=0 "
-                f"obl=0 oll={len(self.out)} omem=0 events=r cmd={self.last_cmd.decode(errors='replace').lower()}")
+                f"obl=0 oll={len(self.out)} omem=0 events=r cmd={self.last_cmd.name if self.last_cmd else 'NULL'}")

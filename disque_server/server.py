@@ -74,6 +74,11 @@ class Stats:
         return (t1[index] - t0[index]) / dt if dt > 0 else 0.0
 
 
+def slowlog_threshold_s(threshold_us: int) -> float:
+    """slowlog-log-slower-than in seconds, as dispatch compares it (negative: never)."""
+    return threshold_us / 1e6 if threshold_us >= 0 else float("inf")
+
+
 class Server:
     """One Disque node."""
 
@@ -98,7 +103,7 @@ class Server:
         self.slowlog: deque = deque(maxlen=config["slowlog-max-len"])
         self.slowlog_next_id = 0
         # Read by every command: kept here, not looked up in the config each time.
-        self.slowlog_threshold_us: int = config["slowlog-log-slower-than"]
+        self.slowlog_threshold_s = slowlog_threshold_s(config["slowlog-log-slower-than"])
         self.servers: list[asyncio.AbstractServer] = []
         self.shutdown_event = asyncio.Event()
         self.exit_code = 0
@@ -229,8 +234,7 @@ class Server:
                     return
                 client.reply_error(f"ERR unknown command '{name.decode(errors='replace')}'")
                 return
-        argc = len(argv)
-        if (cmd.arity > 0 and argc != cmd.arity) or argc < -cmd.arity:
+        if not cmd.min_argc <= len(argv) <= cmd.max_argc:
             client.reply_error(f"ERR wrong number of arguments for '{cmd.name}' command")
             return
         if not client.authenticated and not cmd.noauth:
@@ -245,7 +249,7 @@ class Server:
             return
         if self.monitors:
             self.feed_monitors(client, argv)
-        client.last_cmd = cmd.name_bytes
+        client.last_cmd = cmd
         t0 = perf_counter()
         try:
             cmd.handler(client, argv)
@@ -253,12 +257,14 @@ class Server:
             self.log.warning("Error in command %s: %s\n%s", cmd.name, exc, traceback.format_exc())
             client.reply_error(f"ERR internal error while running '{cmd.name}': {exc}")
         elapsed = perf_counter() - t0
-        cmd.calls += 1
+        cmd.calls += 1             # (total_commands_processed is their sum)
         cmd.usec += elapsed
-        self.stats.commands_processed += 1
-        threshold = self.slowlog_threshold_us
-        if threshold >= 0 and elapsed * 1e6 >= threshold:
+        if elapsed >= self.slowlog_threshold_s:
             self.slowlog_add(argv, elapsed)
+
+    def count_commands(self) -> int:
+        """total_commands_processed: every command run, counted by command."""
+        return sum(cmd.calls for cmd in self.command_list)
 
     def feed_monitors(self, client: Client, argv: list[bytes]) -> None:
         now = time.time()
@@ -294,6 +300,7 @@ class Server:
             self.cluster.cron(now)
             self.collector.cron()
             self.aof.cron()
+            self.stats.commands_processed = self.count_commands()
             self.stats.sample()
             if now // 1000 != self._last_second:
                 self._last_second = now // 1000
@@ -338,7 +345,7 @@ class Server:
 
     def on_config_change(self, name: str, value: object) -> None:
         if name == "slowlog-log-slower-than":
-            self.slowlog_threshold_us = int(value)  # type: ignore[call-overload]
+            self.slowlog_threshold_s = slowlog_threshold_s(int(value))  # type: ignore[call-overload]
         elif name == "loglevel":
             self.log.set_level(str(value))
         elif name == "maxmemory":

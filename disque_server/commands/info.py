@@ -92,7 +92,7 @@ def section_stats(s: Server) -> list[str]:
     st = s.stats
     return [
         f"total_connections_received:{st.connections_received}",
-        f"total_commands_processed:{st.commands_processed}",
+        f"total_commands_processed:{s.count_commands()}",
         f"instantaneous_ops_per_sec:{int(st.rate(1))}",
         f"total_net_input_bytes:{st.net_input_bytes}",
         f"total_net_output_bytes:{st.net_output_bytes}",
