@@ -87,7 +87,7 @@ _disque() {
             if (( position == 1 )); then words="SEGFAULT FLUSHALL SLEEP"; else
             case "${sub,,}" in
             esac; fi ;;
-        shutdown) words="NOSAVE SAVE" ;;
+        shutdown) words="REWRITE-AOF" ;;
         client)
             if (( position == 1 )); then words="LIST KILL GETNAME SETNAME PAUSE"; else
             case "${sub,,}" in

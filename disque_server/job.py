@@ -78,11 +78,17 @@ def valid_job_id(jid: bytes) -> bool:
             and jid[35:36] == b"-")
 
 
+# One hex digit as Disque's hexToInt reads it: either case, anything else is 0 and the
+# other digits keep their places; a NUL byte is 16 (strchr finds the charset's end).
+_HEX_DIGIT = {ch: int(chr(ch), 16) for ch in b"0123456789abcdefABCDEF"} | {0: 16}
+
+
 def ttl_minutes_from_id(jid: bytes) -> int:
-    try:
-        return int(jid[36:40], 16)
-    except ValueError:
-        return 0
+    """The TTL field of an ID (chars 36-39) as Disque reads it, even from a foreign ID."""
+    minutes = 0
+    for ch in jid[36:40]:
+        minutes = (minutes << 4) | _HEX_DIGIT.get(ch, 0)
+    return minutes
 
 
 def is_at_least_once_id(jid: bytes) -> bool:
