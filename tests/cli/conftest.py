@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from clihelpers import CliResult
+from clihelpers import CliResult, default_sigint
 from nodes import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +69,8 @@ def spawn(cli_env: dict[str, str]) -> Iterator[Callable[..., pexpect.spawn]]:
               timeout: float = 10) -> pexpect.spawn:
         child = pexpect.spawn(sys.executable, ["-m", "disque_cli", *args], cwd=str(ROOT),
                               env={**cli_env, **(env or {})}, encoding="utf-8",
-                              codec_errors="replace", timeout=timeout, dimensions=(50, 200))
+                              codec_errors="replace", timeout=timeout, dimensions=(50, 200),
+                              preexec_fn=default_sigint)
         children.append(child)
         return child
 
