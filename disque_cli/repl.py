@@ -52,7 +52,8 @@ def history_path() -> Path | None:
 
 
 class PlainHistory(History):
-    """History as plain lines (like redis-cli's), newest last; AUTH lines are not kept."""
+    """History as plain lines (like redis-cli's), newest last, in a file only its owner
+    reads; lines with a password are not kept."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -66,18 +67,38 @@ class PlainHistory(History):
         return list(reversed([line for line in lines if line.strip()][-HISTORY_LIMIT:]))
 
     def store_string(self, string: str) -> None:
-        if _is_sensitive(string):
+        if is_sensitive(string):
             return
         try:
-            with self.path.open("a") as f:
+            # Owner-only, as redis-cli's (an older file is narrowed too):
+            # the file shows what was typed.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "a") as f:
                 f.write(string.replace("\n", " ") + "\n")
         except OSError:
             pass  # a read-only home must not break the prompt
 
 
-def _is_sensitive(line: str) -> bool:
-    words = split_words(line) or line.split()
-    return bool(words) and words[0].lower() == "auth"
+# CONFIG SET parameters whose value is a secret (redis-cli leaves out its own:
+# requirepass, masterauth, ...; Disque's are these).
+SECRET_PARAMETERS = frozenset({"requirepass", "cluster-password", "masterauth",
+                               "tls-key-file-pass", "tls-client-key-file-pass"})
+
+
+def is_sensitive(line: str) -> bool:
+    """A line that carries a password, never written to the history (redis-cli's
+    isSensitiveCommand): AUTH, HELLO ... AUTH, CONFIG SET of a secret."""
+    words = [w.lower() for w in (_command_words(line) or line.split())]
+    if not words:
+        return False
+    if words[0] == "auth":
+        return True
+    if words[0] == "hello":
+        return "auth" in words[2:]
+    if words[:2] == ["config", "set"]:
+        return any(name in SECRET_PARAMETERS for name in words[2::2])
+    return False
 
 
 # ---- what you see while typing -------------------------------------------------------
