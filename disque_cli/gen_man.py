@@ -158,7 +158,8 @@ def _leave_walkthrough() -> list[str]:
     out = [".SS Removing a node",
            "\\fBdisque \\-\\-cluster leave\\fR \\fIhost\\fR:\\fIport\\fR removes a node the way",
            "Disque documents it, without losing a job. It shows what it will do and, on a",
-           "terminal, asks for \\fByes\\fR (\\fB\\-\\-yes\\fR does not ask), then:"]
+           "terminal, asks for \\fByes\\fR (\\fB\\-\\-yes\\fR does not ask; without a",
+           "terminal and without \\fB\\-\\-yes\\fR it changes nothing and exits 1), then:"]
     for number, step in enumerate(LEAVE_STEPS, 1):
         out += [f'.IP "{number}." 4', esc(step)]
     out += [

@@ -99,7 +99,7 @@ OPTIONS: tuple[CliOption, ...] = (
     CliOption(("--cluster",), "cluster", "Cluster manager command: create, check, info, "
               "call, leave. Run --cluster help for the arguments.", "command", section="modes"),
     CliOption(("--yes",), "cluster_yes", "With --cluster leave: do not ask "
-              "for confirmation.", section="modes"),
+              "for confirmation (required without a terminal).", section="modes"),
     CliOption(("--shutdown",), "cluster_shutdown", "With --cluster leave: SHUTDOWN the node "
               "once the others forgot it.", section="modes"),
     CliOption(("--timeout",), "cluster_timeout", "With --cluster: "
@@ -172,7 +172,8 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
     ClusterVerb("leave", "host:port", "Remove a node without losing jobs",
                 "Remove the node at host:port without losing a job: CLUSTER LEAVING yes, "
                 "wait for its jobs to drain, CLUSTER FORGET it on every other node.",
-                (VerbOption("--yes", "Do not ask for confirmation.", aliases=("--cluster-yes",)),
+                (VerbOption("--yes", "Do not ask for confirmation (required when standard "
+                            "input is not a terminal).", aliases=("--cluster-yes",)),
                  VerbOption("--shutdown", "SHUTDOWN the node once the others forgot it."),
                  _timeout("to wait for the node to drain (default: no limit); past it, stop "
                           "before forgetting it"))),

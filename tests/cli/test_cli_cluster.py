@@ -263,6 +263,16 @@ def is_leaving(node) -> bool:
     return node.call("CLUSTER", "LEAVING") == b"yes"
 
 
+def _lines_until(proc: subprocess.Popen, start: str) -> list[str]:
+    """The lines a running process prints, up to the first that starts with `start`."""
+    lines: list[str] = []
+    while not lines or not lines[-1].startswith(start):
+        line = proc.stdout.readline()
+        assert line, "".join(lines) + f"\n(ended before a line starting {start!r})"
+        lines.append(line)
+    return lines
+
+
 def test_leave_drains_jobs_then_forgets_the_node(start_cluster, cli_env) -> None:
     cluster = start_cluster(3)
     leaving, consumer_node = cluster[0], cluster[1]
@@ -273,9 +283,12 @@ def test_leave_drains_jobs_then_forgets_the_node(start_cluster, cli_env) -> None
     proc = leave_process(cli_env, leaving, "--yes", "--timeout", "30")
     consumer = Consumer(consumer_node, "work", 20)
     try:
-        wait_for(lambda: is_leaving(leaving), 10, message="CLUSTER LEAVING yes")
+        # The consumer starts once the drain is watched, so that progress is seen.
+        seen = _lines_until(proc, "    jobs left: 20/20")
+        assert is_leaving(leaving)
         consumer.start()
         out, err = proc.communicate(timeout=35)
+        out = "".join(seen) + out
     finally:
         consumer.stop.set()
         proc.kill()
@@ -284,8 +297,7 @@ def test_leave_drains_jobs_then_forgets_the_node(start_cluster, cli_env) -> None
     assert leaving.info()["registered_jobs"] == 0
     for other in cluster[1:]:
         assert gone_id not in known_ids(other)
-    assert "Drained: 20 jobs left" in out or "holds no job" in out
-    assert "jobs left: " in out
+    assert "Drained: 20 jobs left" in out, out
     assert f"[OK] {addr(cluster[1])}" in out and f"forgot {gone_id[:8]}" in out
     assert "left the cluster" in out and "Traceback" not in err
 
@@ -364,6 +376,21 @@ def test_leave_can_be_refused(start_cluster, spawn) -> None:
     child.close()
     assert child.exitstatus == 1
     assert not is_leaving(cluster[0])
+
+
+def test_leave_without_a_terminal_refuses_unless_yes(start_cluster, cli_env) -> None:
+    cluster = start_cluster(2)
+    leaving = cluster[1]
+    leaving.call("ADDJOB", "kept", "job", 0, "REPLICATE", 1)
+    proc = leave_process(cli_env, leaving)   # stdin: /dev/null, as from cron or ssh
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 1, out + err
+    assert "Traceback" not in err
+    assert ("[ERR] Standard input is not a terminal, so nobody can confirm: nothing was "
+            "changed. Give --yes to remove the node without asking.") in out
+    assert not is_leaving(leaving)
+    assert node_id(leaving) in known_ids(cluster[0])
+    assert leaving.info()["registered_jobs"] == 1
 
 
 @pytest.mark.timeout(60)
