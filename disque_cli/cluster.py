@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 import socket
 import sys
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from disque_cli.connection import Disconnected, Endpoint, Session
 from disque_cli.options import OUTPUT_FLAGS, ClusterVerb
-from disque_cli.render import Mode, parse_info
+from disque_cli.render import Mode, dumps, parse_info
 from disque_cli.replies import ErrorReply, Reply
 from disque_common.tls import TLS, closed_hint
 
@@ -510,7 +509,7 @@ class Output:
     def table(self, columns: Sequence[Column], rows: Sequence[dict[str, Any]],
               title: str | None = None, footer: dict[str, Any] | None = None) -> None:
         if self.mode is Mode.JSON:
-            self.out.write(json.dumps(list(rows), ensure_ascii=False) + "\n")
+            self.out.write(dumps(list(rows)) + "\n")
         elif self.mode is Mode.CSV:
             buffer = io.StringIO()
             writer = csv.writer(buffer, lineterminator="\n")

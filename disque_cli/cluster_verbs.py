@@ -28,7 +28,7 @@ from disque_cli.cluster import (
     resolve_ip,
     seed_address,
 )
-from disque_cli.render import Mode, RenderOptions, format_json, render
+from disque_cli.render import Mode, RenderOptions, dumps, format_json, render
 from disque_cli.replies import ErrorReply, Status
 
 CREATE_TIMEOUT = 30.0    # seconds for the mesh to complete
@@ -258,11 +258,11 @@ def _check(out: Output, members: list[Member]) -> int:
 
     if out.mode is Mode.JSON:
         rows = json_rows([node_row(member, seed) for member in members], members)
-        out.out.write(json.dumps({
+        out.out.write(dumps({
             "healthy": not any(level == "ERR" for level, _ in findings),
             "nodes": rows,
             "findings": [{"level": level, "text": text} for level, text in findings],
-        }, ensure_ascii=False) + "\n")
+        }) + "\n")
         out.errors = sum(level == "ERR" for level, _ in findings)
     else:
         print_nodes(out, members, f"Cluster of {len(members)} nodes", observer=seed)
@@ -336,7 +336,9 @@ def cluster_info(parsed: VerbArgs) -> int:
                 "queues": member.number("registered_queues") if member.up else None,
                 "clients": member.number("connected_clients") if member.up else None,
                 "blocked": member.number("blocked_clients") if member.up else None,
-                "memory": member.info.get("used_memory_human") if member.up else None,
+                # Bytes for programs, as redis-cli --cluster info would print them for people.
+                "memory": (member.number("used_memory") if out.mode in (Mode.JSON, Mode.CSV)
+                           else member.info.get("used_memory_human")) if member.up else None,
                 "ops_per_sec": member.number("instantaneous_ops_per_sec") if member.up else None,
                 "leaving": ("leaving" in own.flags) if own is not None else None,
                 "error": member.error,
@@ -404,8 +406,7 @@ def _call(out: Output, parsed: VerbArgs, members: list[Member]) -> int:
         saw_error_reply |= isinstance(reply, ErrorReply)
         if out.mode is Mode.JSON:
             value = json.loads(format_json(reply, shape).decode("utf-8"))
-            out.out.write(json.dumps({"node": member.label, "id": member.id, "reply": value},
-                                     ensure_ascii=False) + "\n")
+            out.out.write(dumps({"node": member.label, "id": member.id, "reply": value}) + "\n")
             out.out.flush()
             continue
         text = render(reply, options, verbatim=verbatim, shape=shape).decode(

@@ -195,9 +195,13 @@ def test_info_per_node(start_cluster, run_cli) -> None:
     assert all(row[-1] == "no" for row in rows.values())
     assert all(re.fullmatch(r"[\d.]+[BKMG]", row[6]) for row in rows.values())
     # -p instead of host:port; JSON for pipelines.
-    data = json.loads(run_cli("-p", str(cluster[0].port), "--json", "--cluster", "info").out)
+    text = run_cli("-p", str(cluster[0].port), "--json", "--cluster", "info").out
+    assert text.startswith('[{"id":"'), "compact separators"
+    data = json.loads(text)
     by_address = {node["address"]: node for node in data}
     assert by_address[addr(cluster[0])]["jobs"] == 4
+    assert all(isinstance(node["memory"], int) and node["memory"] > 1 << 20 for node in data), \
+        "memory in bytes"
     assert by_address[addr(cluster[0])]["id"] == node_id(cluster[0])
     cluster[1].call("CLUSTER", "LEAVING", "yes")
     data = json.loads(run_cli("--json", "--cluster", "info", addr(cluster[0])).out)
