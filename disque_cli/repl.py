@@ -26,8 +26,11 @@ from prompt_toolkit.layout.processors import (
     Transformation,
     TransformationInput,
 )
+from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.output.vt100 import Vt100_Output
 from prompt_toolkit.shortcuts import clear
 from prompt_toolkit.styles import Style
+from prompt_toolkit.utils import is_dumb_terminal
 
 from disque_cli import commands, helptext, syntax
 from disque_cli.args import split_words
@@ -37,7 +40,11 @@ from disque_cli.runner import Outcome, Runner
 if TYPE_CHECKING:
     from disque_cli.main import Config
 
-STYLE = Style.from_dict({"hint": "fg:ansibrightblack"})
+# The prompt is coloured in the terminal's default colour: a styled cell is always
+# written, so the prompt's trailing space reaches the terminal as a space (an
+# unstyled trailing space would be a cursor move, and an expect script waiting
+# for `127.0.0.1:7711> ` would never see it).
+STYLE = Style.from_dict({"hint": "fg:ansibrightblack", "prompt": "fg:ansidefault"})
 HISTORY_LIMIT = 1000
 
 
@@ -193,6 +200,21 @@ def _load_preferences(runner: Runner) -> None:
             runner.run_line(line)
 
 
+def terminal_output() -> Output | None:
+    """The terminal, never asked where its cursor is.
+
+    prompt_toolkit asks (CPR) to size its menus; a terminal that does not answer
+    (pexpect and expect scripts, CI runners, emacs shells) costs a wait and a
+    warning at start and a second per command. redis-cli never asks, neither do
+    we. None on a dumb terminal: prompt_toolkit then uses its plain prompt."""
+    if is_dumb_terminal():
+        return None
+    output = create_output()
+    if isinstance(output, Vt100_Output):
+        output.enable_cpr = False
+    return output
+
+
 def run(session: Session, config: Config) -> int:
     try:
         session.connect()
@@ -208,10 +230,12 @@ def run(session: Session, config: Config) -> int:
         complete_while_typing=False,
         input_processors=[HintProcessor(runner)],
         style=STYLE,
+        output=terminal_output(),
     )
 
-    def prompt_text() -> str:
-        return f"{session.endpoint.label}> " if session.connected else "not connected> "
+    def prompt_text() -> list[tuple[str, str]]:
+        text = f"{session.endpoint.label}> " if session.connected else "not connected> "
+        return [("class:prompt", text)]
 
     while True:
         try:

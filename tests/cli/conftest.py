@@ -22,14 +22,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def cli_env(tmp_path: Path) -> dict[str, str]:
-    """A clean environment: own HOME and history file, no FAKETTY, no password."""
+    """A clean environment: own HOME and history file, no FAKETTY, no password, and
+    prompt_toolkit's own settings left alone (the REPL must cope with a terminal
+    that never answers cursor position requests, as pexpect's does not)."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("FAKETTY", "DISQUECLI_AUTH", "DISQUECLI_HISTFILE")}
+           if k not in ("FAKETTY", "DISQUECLI_AUTH", "DISQUECLI_HISTFILE")
+           and not k.startswith("PROMPT_TOOLKIT_")}
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env.update(PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
                HOME=str(home), DISQUECLI_HISTFILE=str(home / "history"),
-               PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm", COLUMNS="200", LINES="50")
+               TERM="xterm", COLUMNS="200", LINES="50")
     return env
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import time
 from collections.abc import Callable
@@ -87,6 +88,32 @@ def test_prompt_and_typed_replies(repl) -> None:
     session.ask("qpeek q 1", r'1\) 1\) "q"\n   2\) "D-')
     session.ask("show nope", r"\(error\) BADID Invalid Job ID format\.\n")
     session.ask("getjob nohang from nothing", r"\(nil\)\n")
+
+
+@pytest.mark.parametrize("term", ["xterm-256color", "dumb"])
+def test_expect_sees_the_exact_prompt_at_once(spawn, node, term: str) -> None:
+    """As an expect script drives redis-cli: wait for the exact prompt text, send a
+    line, wait for the reply and the next prompt. pexpect never answers cursor
+    position requests: no wait, no warning, a reply per command at once."""
+    prompt = f"127.0.0.1:{node.port}> "
+    started = time.monotonic()
+    child = spawn("-p", str(node.port), env={"TERM": term}, timeout=5)
+    child.logfile_read = transcript = io.StringIO()
+    child.expect_exact(prompt)
+    assert time.monotonic() - started < 4
+    started = time.monotonic()
+    for i in range(20):
+        child.send(f"addjob q{i} body 0\r")
+        child.expect(r"D-[0-9a-f]{8}-\S{24}-05a1")
+        child.expect_exact(prompt)
+    # A second per command when CPR is awaited: 20 s.
+    assert time.monotonic() - started < 8
+    child.send("qlen q7\r")
+    child.expect_exact("1")
+    child.expect_exact(prompt)
+    child.send("quit\r")
+    child.expect(pexpect.EOF)
+    assert "cursor position" not in transcript.getvalue()
 
 
 def test_hints_while_typing(repl) -> None:
