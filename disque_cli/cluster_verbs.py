@@ -238,10 +238,7 @@ def _check(out: Output, members: list[Member]) -> int:
     if not down:
         findings.append(("OK", f"All {len(members)} nodes are reachable."))
     up = [member for member in members if member.up]
-    for member in members[1:]:
-        if member.up and member.expected_id:
-            findings.append(("ERR", f"{member.label} is node {member.id}, but "
-                                    f"{seed.label} expects {member.expected_id} there"))
+    findings += _shared_addresses(members)
     findings += _compare_views(members, up)
     findings += _failure_flags(members, up)
     for member in up:
@@ -269,6 +266,26 @@ def _check(out: Output, members: list[Member]) -> int:
         for level, text in findings:
             out.finding(level, text)
     return 1 if out.errors else 0
+
+
+def _shared_addresses(members: Sequence[Member]) -> list[tuple[str, str]]:
+    """Two node IDs at one address: a node replaced on its port, the old ID still
+    a member. Only the live one can be reached; the other must be forgotten."""
+    findings = []
+    by_label: dict[str, list[Member]] = {}
+    for member in members:
+        by_label.setdefault(member.label, []).append(member)
+    for where, holders in by_label.items():
+        if len(holders) < 2:
+            continue
+        gone = [member.id or "?" for member in holders if not member.up]
+        ids = ", ".join((member.id or "?")[:ID_PREFIX] for member in holders)
+        text = f"{where} is held by {len(holders)} node IDs ({ids})"
+        if gone:
+            text += (": forget the one that is gone with `disque --cluster call "
+                     f"{members[0].label} cluster forget {gone[0]}`")
+        findings.append(("ERR", text))
+    return findings
 
 
 def _compare_views(members: Sequence[Member], up: Sequence[Member]) -> list[tuple[str, str]]:
@@ -310,7 +327,7 @@ def _failure_flags(members: Sequence[Member], up: Sequence[Member]) -> list[tupl
 
 # ---- info -----------------------------------------------------------------------------
 
-INFO_COLUMNS = (Column("id", "ID"), Column("address", "Address"),
+INFO_COLUMNS = (Column("id", "ID"), Column("address", "Address"), Column("flags", "Flags"),
                 Column("jobs", "Jobs", numeric=True), Column("queues", "Queues", numeric=True),
                 Column("clients", "Clients", numeric=True),
                 Column("blocked", "Blocked", numeric=True),
@@ -327,11 +344,15 @@ def cluster_info(parsed: VerbArgs) -> int:
         for member in members[1:]:
             member.refresh()
         rows = []
+        seed = members[0]
         for member in members:
             own = member.myself() if member.up else None
             rows.append({
                 "id": member.id if out.mode is Mode.JSON else (member.id or "?")[:ID_PREFIX],
                 "address": member.label,
+                # As the seed sees the node (pfail, fail, leaving): a dead node's row
+                # says why it has no figures.
+                "flags": node_row(member, seed)["flags"],
                 "jobs": member.number("registered_jobs") if member.up else None,
                 "queues": member.number("registered_queues") if member.up else None,
                 "clients": member.number("connected_clients") if member.up else None,
