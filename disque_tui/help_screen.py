@@ -20,7 +20,6 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("q, ctrl+c", "quit"),
     ]),
     ("Overview", [
-        ("", "problems, then nodes, then the queues that matter (problems first)"),
         ("↑ ↓", "select a node (its details below the table)"),
         ("l", "mark the node leaving / not leaving (CLUSTER LEAVING)"),
         ("enter", "in the queues that matter: open the queue"),

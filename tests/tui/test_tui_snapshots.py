@@ -6,6 +6,8 @@ then review the SVGs under __snapshots__/ before committing them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from textual.pilot import Pilot
 from tui_fixtures import FixedSource, incident_snapshot
@@ -181,3 +183,14 @@ def test_screenshot_says_where_or_why_not(tmp_path, monkeypatch, where: str) -> 
         folder = tmp_path if directory is None else tmp_path / "shots"
         assert [p.parent for p in saved] == [folder]
         assert messages == [f"Screenshot saved to {saved[0]}"]
+
+
+@pytest.mark.parametrize(("image", "snapshot"), [
+    ("tui.svg", "test_overview_during_an_incident.svg"),
+    ("tui-queues.svg", "test_queues_screen_sorted_by_length.svg")])
+def test_readme_images_are_the_snapshots(image: str, snapshot: str) -> None:
+    """The README shows what the tests check: after --snapshot-update, copy them."""
+    root = Path(__file__).resolve().parents[2]
+    assert (root / "docs" / image).read_bytes() == (
+        Path(__file__).parent / "__snapshots__" / "test_tui_snapshots" / snapshot).read_bytes(), \
+        f"cp tests/tui/__snapshots__/test_tui_snapshots/{snapshot} docs/{image}"
