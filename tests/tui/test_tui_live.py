@@ -279,6 +279,8 @@ def test_a_killed_node_keeps_its_queues_as_stranded(start_cluster) -> None:
             await wait_until(pilot, lambda: cell(watch, "only-there", "total") == "20",
                              message="the queue on the node about to die")
             assert cell(nodes, ids[2], "ops") != "-"
+            # the oldest job's age, from its SHOW ctime
+            assert cell(watch, "only-there", "oldest").endswith("s")
             cluster[2].kill()
             await wait_until(pilot, lambda: "DOWN" in cell(nodes, ids[2], "status"),
                              message="killed node down")

@@ -194,3 +194,20 @@ def test_readme_images_are_the_snapshots(image: str, snapshot: str) -> None:
     assert (root / "docs" / image).read_bytes() == (
         Path(__file__).parent / "__snapshots__" / "test_tui_snapshots" / snapshot).read_bytes(), \
         f"cp tests/tui/__snapshots__/test_tui_snapshots/{snapshot} docs/{image}"
+
+
+def test_a_queue_that_matters_opens_with_enter() -> None:
+    import asyncio
+
+    async def scenario() -> str:
+        app = DisqueTUI(FixedSource(incident_snapshot()), seed="127.0.0.1:7711")
+        async with app.run_test(size=(160, 45)) as pilot:
+            await until(pilot, lambda: app.incident_view.watch_table.keys)
+            assert app.incident_view.watch_table.keys[:3] == ["reports", "audit", "orders"]
+            await pilot.press("tab")
+            assert app.focused is app.incident_view.watch_table
+            await pilot.press("down", "enter")
+            await until(pilot, lambda: isinstance(app.screen, QueueDetailScreen))
+            return app.screen.queue
+
+    assert asyncio.run(scenario()) == "audit"
