@@ -46,6 +46,9 @@ def node_problems(node: NodeSnapshot) -> list[Problem]:
         seen = f" ({flags})" if flags else ""
         return [Problem("error", f"{name} {node_state(node)}{seen}{why}")]
     found = []
+    if node.status == "slow":
+        found.append(Problem("warning", f"{name} slow: its poll is overdue "
+                                        f"(last answer {fmt.duration(node.last_seen_ago)} ago)"))
     if flags:
         found.append(Problem("error", f"{name} flagged {flags.upper()} by the cluster"))
     if node.leaving:

@@ -88,3 +88,13 @@ def test_plain_text_of_the_overview() -> None:
                if not line.startswith("  ERR")) == 2
     queue_header = lines.index("Queues that matter (5 of 6, problems first):")
     assert lines[queue_header + 2].split()[:4] == ["reports", "20", "stranded,", "paused"]
+
+
+def test_a_slow_node_is_a_warning() -> None:
+    from dataclasses import replace
+
+    from disque_tui.incident import node_problems
+    node = replace(fixed_snapshot().nodes[0], status="slow", last_seen_ago=3.0)
+    assert [(p.severity, p.text) for p in node_problems(node)] == [
+        ("warning", "node 5b5ace28 127.0.0.1:7711 slow: its poll is overdue "
+                    "(last answer 3s ago)")]
