@@ -60,7 +60,8 @@ def describe_error(exc: BaseException) -> str:
     if tls_failure is not None:
         return tls_failure
     text = str(exc).strip() or type(exc).__name__
-    if "Connection refused" in text:
+    # asyncio words a refused connection "Connect call failed" (errno 111)
+    if "Connection refused" in text or "Connect call failed" in text:
         return "connection refused"
     return text.splitlines()[0][:120]
 
