@@ -202,7 +202,9 @@ class DisqueTUI(App):
         on_main = len(self.screen_stack) == 1
         if action == "toggle_leaving":
             return on_main and self.active_tab == "overview"
-        if action in ("pause_queue", "filter", "sort", "reverse_sort"):
+        if action == "pause_queue":
+            return on_main
+        if action in ("filter", "sort", "reverse_sort"):
             return on_main and self.active_tab == "queues"
         if action in ("show_tab", "refresh"):
             return on_main
@@ -242,7 +244,8 @@ class DisqueTUI(App):
         self.push_screen(QueueDetailScreen(name))
 
     def action_pause_queue(self) -> None:
-        queue = self.queues_view.selected_queue()
+        queue = (self.queues_view.selected_queue() if self.active_tab == "queues"
+                 else self.incident_view.selected_queue())
         if queue is None:
             self.notify("no queue selected", severity="warning")
             return

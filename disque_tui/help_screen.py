@@ -23,6 +23,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("↑ ↓", "select a node (its details below the table)"),
         ("l", "mark the node leaving / not leaving (CLUSTER LEAVING)"),
         ("enter", "in the queues that matter: open the queue"),
+        ("p", "in the queues that matter: pause or resume the queue"),
     ]),
     ("Queues", [
         ("enter", "open the queue: oldest and newest jobs on each node"),

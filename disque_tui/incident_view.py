@@ -110,7 +110,12 @@ class IncidentView(Vertical):
     def watch_table(self) -> SnapshotTable:
         return self.query_one("#watch-table", SnapshotTable)
 
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.snapshot: ClusterSnapshot | None = None
+
     def show(self, snapshot: ClusterSnapshot) -> None:
+        self.snapshot = snapshot
         # A fifth of the height for problems: the nodes and queues must show too.
         lines = max(3, self.size.height // 5) if self.size.height else 8
         self.query_one("#problems", Static).update(problem_strip(snapshot, lines))
@@ -120,6 +125,11 @@ class IncidentView(Vertical):
             f"Queues that matter: {len(watched)} of {len(snapshot.queues)}, problems first "
             "(all of them: 2)")
         self.watch_table.show_rows([(q.name, watch_row(q, snapshot)) for q in watched])
+
+    def selected_queue(self) -> QueueSnapshot | None:
+        """The queue under the cursor of the queues that matter (for `p`)."""
+        key = self.watch_table.selected_key
+        return self.snapshot.queue(key) if key and self.snapshot else None
 
     def on_snapshot_table_row_selected(self, event: SnapshotTable.RowSelected) -> None:
         if event.table is self.watch_table and event.key is not None:

@@ -196,7 +196,7 @@ def test_readme_images_are_the_snapshots(image: str, snapshot: str) -> None:
         f"cp tests/tui/__snapshots__/test_tui_snapshots/{snapshot} docs/{image}"
 
 
-def test_a_queue_that_matters_opens_with_enter() -> None:
+def test_a_queue_that_matters_opens_with_enter_and_pauses_with_p() -> None:
     import asyncio
 
     async def scenario() -> str:
@@ -208,6 +208,14 @@ def test_a_queue_that_matters_opens_with_enter() -> None:
             assert app.focused is app.incident_view.watch_table
             await pilot.press("down", "enter")
             await until(pilot, lambda: isinstance(app.screen, QueueDetailScreen))
-            return app.screen.queue
+            name = app.screen.queue
+            await pilot.press("escape")
+            await until(pilot, lambda: len(app.screen_stack) == 1)
+            await pilot.press("p")       # pause the queue under the cursor: audit
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("o")
+            await until(pilot, lambda: app.source.actions)
+            assert app.source.actions == [("pause", "audit", "out", True)]
+            return name
 
     assert asyncio.run(scenario()) == "audit"
