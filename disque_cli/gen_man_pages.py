@@ -310,6 +310,11 @@ TUI_DESCRIPTIONS = {
     "timeout": "Seconds after which a node that does not answer is shown down (default: "
                "twice the interval, at least 1).",
     "scan_count": "COUNT of each QSCAN page when listing queues (default 500).",
+    "once": "Poll twice, one interval apart (rates need two polls), print the overview "
+            "(problems, nodes, queues that matter) as plain text and exit, like top -b -n 1. "
+            "Also what happens when standard output is not a terminal.",
+    "screenshot_dir": "Where the command palette's Screenshot saves its SVG (default: the "
+                      "current directory); the notice says where it went, or why not.",
     # The TLS options are disque(1)'s: the same words here.
     **{opt.dest: opt.help for opt in OPTIONS if opt.dest in TLS_DESTS},
     "tls": "Connect to every node over TLS: to host:port (its tls-port) and to the other "
@@ -319,6 +324,7 @@ TUI_DESCRIPTIONS = {
 
 
 TUI_METAVARS = {"interval": "seconds", "timeout": "seconds", "scan_count": "count",
+                "screenshot_dir": "dir",
                 **{opt.dest: opt.metavar for opt in OPTIONS
                    if opt.dest in TLS_DESTS and opt.metavar}}
 
@@ -339,11 +345,21 @@ def tui_page() -> str:
         "[\\fB\\-\\-cert\\fR \\fIfile\\fR \\fB\\-\\-key\\fR \\fIfile\\fR] "
         "[\\fB\\-\\-insecure\\fR]",
         "[\\fB\\-\\-interval\\fR \\fIseconds\\fR] [\\fB\\-\\-timeout\\fR \\fIseconds\\fR]",
+        "[\\fB\\-\\-once\\fR] [\\fB\\-\\-screenshot\\-dir\\fR \\fIdir\\fR]",
         ".SH DESCRIPTION",
-        "\\fBdisque\\-tui\\fR shows a Disque cluster live: its nodes (status, priority,",
-        "flags, jobs, queues, clients, memory, operations per second, a trend of the jobs)",
-        "and its queues across all nodes (length on each node, blocked clients, pause",
-        "state, in, out and import rates), with details down to single jobs. It polls every node once per interval; a node that does not",
+        "\\fBdisque\\-tui\\fR shows a Disque cluster live. Its first screen is what needs",
+        "attention: a strip naming every problem (a node down, PFAIL or FAIL; a node",
+        "leaving, with its drain ETA; jobs stranded on a node that is down; a queue that",
+        "grows while nothing consumes it), the nodes (state, priority, flags, jobs,",
+        "queues, clients, memory, operations per second, a trend of the jobs), then the",
+        "queues that matter, problems first (length, oldest job, in, out and import",
+        "rates, blocked clients, where the jobs are). A node down keeps its last",
+        "figures, greyed, and its last known queues, as stale: their jobs are stranded.",
+        "The header counts job copies (a job on three nodes counts three times) and",
+        "queued jobs (unique). The second panel lists every queue across all nodes,",
+        "with details down to single jobs. It polls every node once per interval and",
+        "checks that each address still answers with the node ID it had: a node",
+        "replaced on its port is a new node, the old ID is down. A node that does not",
         "answer is shown down and polled again. It refuses to start, with one line on",
         "standard error and exit status 1, when no Disque node answers at",
         "\\fIhost\\fR:\\fIport\\fR.",
@@ -365,6 +381,10 @@ def tui_page() -> str:
         for key, what in keys:
             out += [".TP", f"\\fB{esc(key)}\\fR", esc(what[:1].upper() + what[1:]) + "."]
     out += [
+        ".SH EXIT STATUS",
+        "0 after \\fBq\\fR; 1 when nothing answers at \\fIhost\\fR:\\fIport\\fR. With",
+        "\\fB\\-\\-once\\fR (or without a terminal): 1 when the overview names an error",
+        "(a node down or failing, jobs stranded), else 0.",
         ".SH ENVIRONMENT",
         ".TP", "\\fBDISQUECLI_AUTH\\fR",
         "Password used when \\fB\\-a\\fR is not given.",
@@ -372,6 +392,7 @@ def tui_page() -> str:
         ".PP", ".nf", "disque\\-tui \\-p 7711", ".fi",
         ".PP", ".nf", "disque\\-tui \\-h 10.0.0.1 \\-a \"$SECRET\" \\-\\-interval 0.5", ".fi",
         ".PP", ".nf", "disque\\-tui \\-h 10.0.0.1 \\-p 7811 \\-\\-tls \\-\\-cacert ca.crt", ".fi",
+        ".PP", ".nf", "disque\\-tui \\-p 7711 \\-\\-once >> /var/log/disque\\-overview.log", ".fi",
         ".SH SEE ALSO",
         "\\fBdisque\\fR(1), \\fBdisque\\-server\\fR(1)",
         "",

@@ -358,9 +358,15 @@ class Cluster:
 
     # ---- membership: MEET PING PONG FAIL and gossip -----------------------------------
     def meet(self, ip: str, port: int) -> str | None:
-        """CLUSTER MEET: start a handshake; the peer's real ID arrives with its PONG."""
+        """CLUSTER MEET: start a handshake; the peer's real ID arrives with its PONG.
+
+        An address held by a live node, or by a handshake under way, is met
+        already. One held by a failing node is met again: that node may be gone
+        for good, replaced by a new node (a new ID) on the same port, which only
+        a handshake finds (as in Redis, the old ID stays until it is forgotten)."""
         for node in self.nodes.values():
-            if node.ip == ip and node.port == port and node is not self.myself:
+            if node.ip == ip and node.port == port and node is not self.myself \
+                    and not node.flags & FAILING:
                 return None
         node = ClusterNode(b"h" + new_node_id()[1:], ip, port)
         node.flags.add(HANDSHAKE)

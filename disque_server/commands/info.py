@@ -36,11 +36,16 @@ def section_server(s: Server) -> list[str]:
         f"disque_version:{DISQUE_VERSION}",
         "disque_git_sha1:00000000",
         "disque_git_dirty:0",
-        f"disque_build_id:python-{sys.version_info.major}.{sys.version_info.minor}",
+        # Disque 1.0-rc1's fields, no more (the recorded replies are replayed field by
+        # field, and INFO parsers see what they know): the interpreter is named in
+        # the build ID, and gcc_version is 0.0.0, as Redis and Disque report it when
+        # no GCC built them.
+        f"disque_build_id:{platform.python_implementation().lower()}-"
+        f"{platform.python_version()}",
         f"os:{uname.system} {uname.release} {uname.machine}",
         f"arch_bits:{64 if sys.maxsize > 2**32 else 32}",
         "multiplexing_api:" + ("epoll" if sys.platform.startswith("linux") else "kqueue"),
-        f"gcc_version:{platform.python_version()}",
+        "gcc_version:0.0.0",
         f"process_id:{os.getpid()}",
         f"run_id:{s.run_id}",
         f"tcp_port:{s.config['port']}",

@@ -89,8 +89,8 @@ def test_json_objects(cli, node) -> None:
     ids = json.loads(cli("--json", "jscan").out)
     assert ids == ["0", [job_id]]
     info = json.loads(cli("--json", "info").out)
-    assert info["jobs"]["registered_jobs"] == "1"
-    assert info["server"]["tcp_port"] == str(node.port)
+    assert info["jobs"]["registered_jobs"] == 1
+    assert info["server"]["tcp_port"] == node.port
 
 
 def test_json_natural_replies(cli) -> None:

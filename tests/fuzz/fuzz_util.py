@@ -149,7 +149,10 @@ def call(port: int, *args: Any, timeout: float = 10.0) -> Any:
 
 
 def info_field(port: int, section: str, field: str) -> int:
-    text = call(port, "INFO", section).decode()
+    reply = call(port, "INFO", section)
+    if isinstance(reply, hiredis.ReplyError):
+        raise AssertionError(f"INFO {section} answered an error: {reply}")
+    text = reply.decode()
     for line in text.split("\r\n"):
         if line.startswith(field + ":"):
             return int(line.split(":", 1)[1])
