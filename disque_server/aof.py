@@ -33,6 +33,7 @@ from disque_server.job import (
     ACKED,
     ACTIVE,
     FLAG_BCAST_QUEUED,
+    FLAG_BCAST_WILLQUEUE,
     QUEUED,
     STATE_BY_NAME,
     STATE_NAMES,
@@ -381,7 +382,7 @@ class AOF:
             server.jobs.unregister(old)
         if job.etime <= now_s:
             return True      # expired while the node was down
-        job.flags = int(record[2])
+        job.flags = int(record[2]) | (job.flags & FLAG_BCAST_WILLQUEUE)
         q = server.queues.lookup(job.queue)
         if q is not None:
             job.queue = q.name
