@@ -280,6 +280,7 @@ class Server:
         try:
             now = now_ms()
             self.jobs.process_due(now)
+            self.memory.refresh()
             self.cluster.cron(now)
             self.collector.cron()
             self.aof.cron()
@@ -293,7 +294,7 @@ class Server:
             self.schedule_cron()
 
     def once_per_second(self) -> None:
-        self.memory.refresh()
+        self.memory.sample_buffers()
         self.queues.evict_idle(self.config["queue-max-idle-time"])
         timeout = self.config["timeout"]
         if timeout:

@@ -172,8 +172,8 @@ def repljob(cluster: Cluster, sender: ClusterNode, fields: list[bytes]) -> None:
         cluster.send_batched(sender, b"GOTJOB", job.id)
         return
     q = server.queues.lookup(job.queue)
-    if (q is not None and q.flags & PAUSED_IN) or server.memory.full or cluster.leaving:
-        return   # no GOTJOB: the origin will try another node
+    if (q is not None and q.flags & PAUSED_IN) or server.memory.level or cluster.leaving:
+        return   # no GOTJOB: the origin will try another node (Disque: from 75% of maxmemory)
     if q is not None:
         job.queue = q.name
     # A copy here is an owner: its re-queues are news for the others.

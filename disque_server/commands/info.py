@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from disque_server import DISQUE_VERSION
+from disque_server.memory import rss_bytes
 
 if TYPE_CHECKING:
     from disque_server.client import Client
@@ -64,14 +65,16 @@ def section_clients(s: Server) -> list[str]:
 
 def section_memory(s: Server) -> list[str]:
     m = s.memory
+    m.sample_buffers()
     m.refresh()
+    rss = rss_bytes()
     return [
         f"used_memory:{m.used}",
         f"used_memory_human:{human_bytes(m.used)}",
-        f"used_memory_rss:{m.used}",
+        f"used_memory_rss:{rss}",
         f"used_memory_peak:{m.peak}",
         f"used_memory_peak_human:{human_bytes(m.peak)}",
-        "mem_fragmentation_ratio:1.00",
+        f"mem_fragmentation_ratio:{rss / max(m.used, 1):.2f}",
         "mem_allocator:pymalloc",
     ]
 
