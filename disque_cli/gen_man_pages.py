@@ -68,10 +68,15 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
          "Clients must send AUTH password before any other command. Nodes of a cluster "
          "talk on the cluster bus, which is not protected by it."),
         ("maxmemory", "bytes",
-         "Memory limit (units: b, k, kb, m, mb, g, gb). From 75% of it new jobs are "
-         "replicated on other nodes without a local copy; from 95% acknowledged jobs and "
-         "idle empty queues are evicted; at 100% commands that need memory, such as "
-         "ADDJOB, are refused with an -OOM error."),
+         "Memory limit (units: b, k, kb, m, mb, g, gb), compared with used_memory (INFO "
+         "memory): the memory of the node's data, not of the interpreter. It counts every "
+         "job (545 bytes for the job, its ID, its index, timer and queue entries, plus its "
+         "body), every queue (1,200 bytes plus its name), every client connection (3,500 "
+         "bytes) with its input and output buffers, and the AOF buffers; the process' "
+         "resident size is used_memory_rss. From 75% of the limit new jobs are replicated "
+         "on other nodes without a local copy, and copies from other nodes are refused; "
+         "from 95% acknowledged jobs and idle empty queues are evicted; at 100% commands "
+         "that need memory, such as ADDJOB, are refused with an -OOM error."),
     ]),
     ("Append only file", [
         ("appendonly", "yes|no",
