@@ -95,7 +95,7 @@ class Memory:
                 jobs.refresh_at = jobs.data_bytes + next_at - used
             else:
                 jobs.refresh_at = 1 << 62
-        if self.level >= EVICT:
+        if self.level >= EVICT and self.server.config["maxmemory-policy"] == "acks":
             self.evict()
         return self.level
 

@@ -50,7 +50,7 @@ def section_server(s: Server) -> list[str]:
         f"hz:{s.config['hz']}",
         f"executable:{os.path.abspath(sys.argv[0])}",
         f"config_file:{s.config.file or ''}",
-    ]
+    ] + ([f"unixsocket:{s.config['unixsocket']}"] if s.config["unixsocket"] else [])
 
 
 def section_clients(s: Server) -> list[str]:
