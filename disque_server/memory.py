@@ -77,7 +77,7 @@ class Memory:
 
     def refresh(self) -> int:
         """Compute memory use and the warning level (the cron calls it every tick:
-        it is a few additions)."""
+        it is a few additions). Eviction is ``evict_if_needed``'s, once a second."""
         self.used = used = self.data_bytes()
         if used > self.peak:
             self.peak = used
@@ -95,9 +95,15 @@ class Memory:
                 jobs.refresh_at = jobs.data_bytes + next_at - used
             else:
                 jobs.refresh_at = 1 << 62
-        if self.level >= EVICT and self.server.config["maxmemory-policy"] == "acks":
-            self.evict()
         return self.level
+
+    def evict_if_needed(self) -> int:
+        """From 95% (policy acks): free what is safe to free, a slice at a time."""
+        if self.level >= EVICT and self.server.config["maxmemory-policy"] == "acks":
+            freed = self.evict()
+            self.refresh()
+            return freed
+        return 0
 
     @property
     def full(self) -> bool:

@@ -328,6 +328,7 @@ class Server:
 
     def once_per_second(self) -> None:
         self.memory.sample_buffers()
+        self.memory.evict_if_needed()
         self.queues.evict_idle(self.config["queue-max-idle-time"])
         timeout = self.config["timeout"]
         if timeout:
@@ -366,6 +367,7 @@ class Server:
             self.log.set_level(str(value))
         elif name == "maxmemory":
             self.memory.refresh()
+            self.memory.evict_if_needed()
         elif name == "watchdog-period":   # armed now, not at the next tick
             self.watchdog.tick(int(value), self.config["hz"], self.log.stream)  # type: ignore[call-overload]
         elif name == "appendonly":
