@@ -144,3 +144,18 @@ def test_maxmemory_3mb_replicates_externally_then_refuses(start_cluster) -> None
             assert isinstance(err.value, redis.exceptions.OutOfMemoryError) \
                 or str(err.value).startswith("NOREPL"), err.value
     assert first.is_running() and first.call("PING")
+
+
+def test_used_memory_follows_the_real_cost_of_jobs(node: Node) -> None:
+    """The counters against the process' growth: 30,000 jobs, 2 KB bodies, 10 queues."""
+    before = node.info("memory")
+    with node.client() as c:
+        for start in range(0, 30_000, 1000):
+            with c.pipeline(transaction=False) as p:
+                for i in range(start, start + 1000):
+                    p.execute_command("ADDJOB", f"q{i % 10}", b"%06d" % i + b"x" * 2000, "0")
+                p.execute()
+    after = node.info("memory")
+    counted = after["used_memory"] - before["used_memory"]
+    real = after["used_memory_rss"] - before["used_memory_rss"]
+    assert 0.8 < counted / real < 1.25, (counted, real)
