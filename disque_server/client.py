@@ -148,7 +148,7 @@ class Client(asyncio.Protocol):
             self.addr = f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
             if server.config["tcp-keepalive"] and sock is not None:
                 set_keepalive(sock, server.config["tcp-keepalive"])
-        else:   # the unix socket, shown as Redis does
+        elif sock is not None and sock.family == socket.AF_UNIX:   # shown as Redis does
             self.addr = f"{server.config['unixsocket']}:0"
         if sock is not None:
             self.fd = sock.fileno()
