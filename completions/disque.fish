@@ -16,7 +16,7 @@ end
 function __fish_disque_command --description 'The disque command being typed'
     set -l tokens (commandline -opc)
     set -e tokens[1]
-    set -l with_value -h -p -a -u --cacert --cert --key -r -i -d -D --pipe-timeout --cluster --timeout
+    set -l with_value -h -p -s -a -u --cacert --cert --key -r -i -d -D --pipe-timeout --cluster --timeout
     # --cluster call host:port command...: the command follows the seed address.
     set -l verb (__fish_disque_verb)
     while set -q tokens[1]
@@ -57,6 +57,7 @@ complete -c disque -f
 
 complete -c disque -s h -r -a '(__fish_print_hostnames)' -d 'Server hostname (default: 127.0.0.1)'
 complete -c disque -s p -r -d 'Server port (default: 7711)'
+complete -c disque -s s -r -d 'Server socket (overrides hostname and port)'
 complete -c disque -s a -r -d 'Password to use when connecting to the server'
 complete -c disque -s u -r -d 'Server URI: disque://[:password@]host[:port] (disques:// for TLS)'
 complete -c disque -l no-auth-warning -d 'Dont show the warning about passwords on the command line'

@@ -40,6 +40,8 @@ OPTIONS: tuple[CliOption, ...] = (
     CliOption(("-h",), "host", "Server hostname (default: 127.0.0.1).", "hostname",
               complete="host"),
     CliOption(("-p",), "port", "Server port (default: 7711).", "port", kind=int),
+    CliOption(("-s",), "socket", "Server socket (overrides hostname and port).", "socket",
+              complete="file"),
     CliOption(("-a",), "password",
               "Password to use when connecting to the server. You can also use the "
               "DISQUECLI_AUTH environment variable to pass this password more safely "

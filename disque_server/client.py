@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import socket
 import time
 from collections import deque
 from collections.abc import Callable
@@ -87,6 +88,19 @@ class Blocked:
         self.data = data
 
 
+def set_keepalive(sock: socket.socket, interval: int) -> None:
+    """tcp-keepalive, as Redis' anetKeepAlive: probes after ``interval`` seconds
+    idle, then every interval/3, dropped after 3 unanswered."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if hasattr(socket, "TCP_KEEPIDLE"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(interval // 3, 1))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+    except OSError:
+        pass
+
+
 class Client(asyncio.Protocol):
     """The per-connection state; per-request state lives in the handlers."""
 
@@ -130,13 +144,17 @@ class Client(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
+        server = self.server
+        sock = transport.get_extra_info("socket")
         if isinstance(peer, tuple):
             host = peer[0]
             self.addr = f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
-        sock = transport.get_extra_info("socket")
+            if server.config["tcp-keepalive"] and sock is not None:
+                set_keepalive(sock, server.config["tcp-keepalive"])
+        elif sock is not None and sock.family == socket.AF_UNIX:   # shown as Redis does
+            self.addr = f"{server.config['unixsocket']}:0"
         if sock is not None:
             self.fd = sock.fileno()
-        server = self.server
         server.stats.connections_received += 1
         if len(server.clients) >= server.config["maxclients"]:
             server.stats.rejected_connections += 1

@@ -23,6 +23,7 @@ from disque_server.job import (
     QUEUED,
     Job,
 )
+from disque_server.memory import QUEUE_BYTES
 
 if TYPE_CHECKING:
     from disque_server.client import Client
@@ -118,6 +119,7 @@ class Queues:
         self.ready: dict[Queue, None] = {}  # queues that got jobs while clients wait
         self.with_clients: dict[Queue, None] = {}   # queues with blocked clients
         self._serve_scheduled = False
+        self.data_bytes = 0      # what the queues cost (used_memory), their jobs apart
 
     # ---- low level --------------------------------------------------------
     def lookup(self, name: bytes) -> Queue | None:
@@ -128,10 +130,12 @@ class Queues:
         if q is None:
             q = self.by_name[name] = Queue(name)
             self.scan_index.add(q)
+            self.data_bytes += QUEUE_BYTES + len(name)
         return q
 
     def destroy(self, q: Queue) -> None:
         del self.by_name[q.name]
+        self.data_bytes -= QUEUE_BYTES + len(q.name)
         self.scan_index.remove(q)
         self.ready.pop(q, None)
         self.with_clients.pop(q, None)

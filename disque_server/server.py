@@ -27,12 +27,14 @@ from disque_server.cluster import Cluster
 from disque_server.collector import Collector
 from disque_server.commands import Command, build_table
 from disque_server.commands.args import LEAVING_ERROR
-from disque_server.config import Config
+from disque_server.config import Config, ConfigError
 from disque_server.job import CtimeClock, Job
 from disque_server.jobs import Jobs
 from disque_server.log import Log
 from disque_server.memory import FULL, Memory
+from disque_server.output_limits import OutputLimits
 from disque_server.queue import Queues
+from disque_server.watchdog import Watchdog
 
 SLOWLOG_MAX_ARGS = 32
 SLOWLOG_MAX_ARGLEN = 128
@@ -114,6 +116,9 @@ class Server:
         self.collector = Collector()
         self.latency: dict[str, tuple[int, int, int]] = {}  # event -> (time, last, worst)
         self.aof = AOF(self)
+        self.watchdog = Watchdog()
+        self.output_limits = OutputLimits()
+        self.unix_server: asyncio.AbstractServer | None = None
         config.listeners.append(self.on_config_change)
 
     # ---- life cycle ------------------------------------------------------------
@@ -125,6 +130,8 @@ class Server:
         await self.cluster.start_bus(hosts)
         if self.config["metrics-port"]:
             await metrics.start(self, hosts)
+        if self.config["unixsocket"]:   # before the port: once PING answers, it is there too
+            await self.listen_unix(self.config["unixsocket"], int(self.config["unixsocketperm"], 8))
         await self.listen(hosts, self.config["port"])
         if self.config["tls-port"]:
             await self.listen(hosts, self.config["tls-port"], tls.server_context(self.config))
@@ -150,6 +157,28 @@ class Server:
                     continue
                 raise
             self.servers.append(srv)
+
+    async def listen_unix(self, path: str, perm: int) -> None:
+        """unixsocket: as Disque, a stale file is removed first, and unixsocketperm
+        (octal, 0: the umask decides) is applied to the socket file."""
+        try:
+            if os.path.exists(path) and not os.path.isdir(path):
+                os.unlink(path)
+            self.unix_server = await self.loop.create_unix_server(
+                lambda: Client(self), path, backlog=self.config["tcp-backlog"])
+            if perm:
+                os.chmod(path, perm)
+        except OSError as exc:
+            raise ConfigError(f"Opening Unix socket {path}: {exc.strerror or exc}") from None
+        self.servers.append(self.unix_server)
+        self.log.notice("The server is now ready to accept connections at %s", path)
+
+    def remove_unix_socket(self) -> None:
+        if self.unix_server is not None:
+            try:
+                os.unlink(self.config["unixsocket"])
+            except OSError:
+                pass
 
     def load_data(self) -> None:
         """Load the AOF (with appendonly, or once for a controlled restart), then open it."""
@@ -203,6 +232,8 @@ class Server:
         self.log.warning("User requested shutdown...")
         for srv in self.servers:
             srv.close()
+        self.remove_unix_socket()
+        self.watchdog.stop()
         for client in list(self.clients):
             client.flush()
             client.kill()
@@ -297,6 +328,9 @@ class Server:
             self.clock_s = time.time()
             now = int(self.clock_s * 1000)
             self.jobs.process_due(now)
+            self.memory.refresh()
+            self.output_limits.enforce(self)
+            self.watchdog.tick(self.config["watchdog-period"], self.config["hz"], self.log.stream)
             self.cluster.cron(now)
             self.collector.cron()
             self.aof.cron()
@@ -311,7 +345,8 @@ class Server:
             self.schedule_cron()
 
     def once_per_second(self) -> None:
-        self.memory.refresh()
+        self.memory.sample_buffers()
+        self.memory.evict_if_needed()
         self.queues.evict_idle(self.config["queue-max-idle-time"])
         timeout = self.config["timeout"]
         if timeout:
@@ -350,6 +385,9 @@ class Server:
             self.log.set_level(str(value))
         elif name == "maxmemory":
             self.memory.refresh()
+            self.memory.evict_if_needed()
+        elif name == "watchdog-period":   # armed now, not at the next tick
+            self.watchdog.tick(int(value), self.config["hz"], self.log.stream)  # type: ignore[call-overload]
         elif name == "appendonly":
             if value:
                 self.aof.enable()

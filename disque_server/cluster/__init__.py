@@ -48,6 +48,7 @@ def new_node_id() -> bytes:
 # ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) --------
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
 FAILING = frozenset((PFAIL, FAIL))
+NOT_CANDIDATE = frozenset((PFAIL, FAIL, HANDSHAKE, LEAVING))
 
 
 def valid_node_id(node_id: bytes) -> bool:
@@ -301,6 +302,8 @@ class Cluster:
                 return
         now = now_ms()
         node.last_seen = now
+        if node.link is None:
+            self.connect(node)    # it is up: our replies need our link to it now
         if node.flags & FAILING:
             node.flags -= FAILING
             self.server.log.notice("Node %s is reachable again", sender_id[:8].decode())
@@ -496,8 +499,16 @@ class Cluster:
                 if n is not self.myself and n.link is not None and not n.failing
                 and HANDSHAKE not in n.flags]
 
+    def replication_candidates(self) -> list[ClusterNode]:
+        """Disque's "reachable nodes": every other node not flagged PFAIL, FAIL,
+        HANDSHAKE or leaving, linked or not. A node restarted with its nodes.conf
+        counts its peers at once; ADDJOB then waits, within its timeout, for
+        the links (replication only sends to linked nodes)."""
+        return [n for n in self.nodes.values()
+                if n is not self.myself and not n.flags & NOT_CANDIDATE]
+
     def replication_candidates_count(self) -> int:
-        return sum(1 for n in self.reachable_nodes() if LEAVING not in n.flags)
+        return len(self.replication_candidates())
 
     @property
     def reachable_count(self) -> int:

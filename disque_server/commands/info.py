@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from disque_server import DISQUE_VERSION
+from disque_server.memory import rss_bytes
 
 if TYPE_CHECKING:
     from disque_server.client import Client
@@ -54,7 +55,7 @@ def section_server(s: Server) -> list[str]:
         f"hz:{s.config['hz']}",
         f"executable:{os.path.abspath(sys.argv[0])}",
         f"config_file:{s.config.file or ''}",
-    ]
+    ] + ([f"unixsocket:{s.config['unixsocket']}"] if s.config["unixsocket"] else [])
 
 
 def section_clients(s: Server) -> list[str]:
@@ -69,14 +70,16 @@ def section_clients(s: Server) -> list[str]:
 
 def section_memory(s: Server) -> list[str]:
     m = s.memory
+    m.sample_buffers()
     m.refresh()
+    rss = rss_bytes()
     return [
         f"used_memory:{m.used}",
         f"used_memory_human:{human_bytes(m.used)}",
-        f"used_memory_rss:{m.used}",
+        f"used_memory_rss:{rss}",
         f"used_memory_peak:{m.peak}",
         f"used_memory_peak_human:{human_bytes(m.peak)}",
-        "mem_fragmentation_ratio:1.00",
+        f"mem_fragmentation_ratio:{rss / max(m.used, 1):.2f}",
         "mem_allocator:pymalloc",
     ]
 

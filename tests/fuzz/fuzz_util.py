@@ -160,8 +160,8 @@ def info_field(port: int, section: str, field: str) -> int:
 
 
 def used_memory(port: int) -> int:
-    """INFO used_memory: the node's RSS."""
-    return info_field(port, "memory", "used_memory")
+    """INFO used_memory_rss: the node's RSS (used_memory counts only its data)."""
+    return info_field(port, "memory", "used_memory_rss")
 
 
 def proc_rss(pid: int) -> int:
