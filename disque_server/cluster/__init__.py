@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from disque_server.server import Server
 
 FORGET_BLACKLIST_MS = 60_000
+RECONNECT_ON_MESSAGE_MS = 100   # a node we hear from but have no link to: retry this often
 GOSSIP_ENTRIES = 10
 
 Handler = Callable[["Cluster", ClusterNode, BusLink, list[bytes]], None]
@@ -305,7 +306,7 @@ class Cluster:
                 return
         now = now_ms()
         node.last_seen = now
-        if node.link is None:
+        if node.link is None and now - node.connect_attempt >= RECONNECT_ON_MESSAGE_MS:
             self.connect(node)    # it is up: our replies need our link to it now
         flags = node.flags
         if flags:                  # (most messages come from a node with none)
