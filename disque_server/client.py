@@ -63,12 +63,6 @@ _join = b"".join
 _client_ids = itertools.count(1)
 
 
-def encoded_length(request: list[bytes]) -> int:
-    """Bytes of the canonical RESP encoding of a request."""
-    return len(b"*%d\r\n" % len(request)) + sum(
-        len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in request)
-
-
 class Blocked:
     """Why a client waits, and how to wake it."""
 

@@ -1,4 +1,5 @@
-"""The Job: its fields, states, ID format and SHOW rendering.
+"""The Job: its fields, states, ID format, SHOW rendering, and its serialization
+(the fields REPLJOB and YOURJOBS carry, and the AOF's LOADJOB records).
 
 A job ID is ``D-<node8>-<random24>-<ttl4>`` (40 bytes): the first 8 hex
 digits of the creating node's ID, 144 random bits in base64, and the TTL in
@@ -156,3 +157,32 @@ class CtimeClock:
             ctime = self.prev + 1
         self.prev = ctime
         return ctime
+
+
+# ---- a job as byte strings: REPLJOB and YOURJOBS on the bus, LOADJOB in the AOF ----
+
+FIELDS = 12
+
+
+def job_to_fields(job: Job) -> list[bytes]:
+    return [job.id, job.queue or b"", job.body or b"", b"%d" % job.repl, b"%d" % job.etime,
+            b"%d" % job.ctime, b"%d" % job.delay, b"%d" % job.retry, b"%d" % job.nacks,
+            b"%d" % job.deliveries, b"%d" % job.qtime, b" ".join(job.nodes_delivered)]
+
+
+def job_from_fields(fields: list[bytes], state: int) -> Job | None:
+    """A Job from its fields, or None when they are malformed."""
+    if len(fields) != FIELDS or not valid_job_id(fields[0]):
+        return None
+    try:
+        nums = [int(f) for f in fields[3:11]]
+    except ValueError:
+        return None
+    repl, etime, ctime, delay, retry, nacks, deliveries, qtime = nums
+    job = Job(fields[0], state, etime, retry)
+    job.queue = fields[1]
+    job.body = fields[2]
+    job.repl, job.ctime, job.delay = repl, ctime, delay
+    job.nacks, job.deliveries, job.qtime = nacks, deliveries, qtime
+    job.nodes_delivered = tuple(fields[11].split())
+    return job

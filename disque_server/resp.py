@@ -1,5 +1,8 @@
 """RESP: reply encoding, and the framing of requests as hiredis reads them.
 
+Every byte the node writes in RESP is built here: replies, bus messages and
+AOF records (``bulk_array``).
+
 Hot replies are built from precomputed constants; ``encode`` turns plain
 Python values into RESP for the less frequent, structured replies
 (SHOW, QSTAT, CONFIG GET, HELLO ...). RESP2 and RESP3 differ only in
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+import hiredis
 
 CRLF = b"\r\n"
 OK = b"+OK\r\n"
@@ -59,6 +64,18 @@ def array_header(n: int) -> bytes:
     if n < 1024:
         return _ARRAY_HEADERS[n]
     return b"*%d\r\n" % n
+
+
+def bulk_array(parts: list[bytes]) -> bytes:
+    """A RESP array of bulk strings: a bus message, an AOF record (hiredis's encoder, in
+    C: 1.2 us for a REPLJOB against 2 us for a Python loop)."""
+    return hiredis.pack_command(tuple(parts))
+
+
+def bulk_array_length(parts: list[bytes]) -> int:
+    """Bytes of ``bulk_array(parts)``: where a request read back from a file ended."""
+    return len(b"*%d\r\n" % len(parts)) + sum(
+        len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in parts)
 
 
 class Protocol:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import hiredis
 
-from disque_server.resp import BYTES_ONLY, CUT, STAR, count_problem, next_array_header
+from disque_server.resp import BYTES_ONLY, CUT, STAR, bulk_array, count_problem, next_array_header
 
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster
@@ -61,12 +61,6 @@ def auth_proof(password: str, role: bytes, peer_nonce: bytes, own_nonce: bytes) 
     """The proof a node in ``role`` (b"A" accepting, b"C" connecting) sends."""
     msg = role + b"|" + peer_nonce + b"|" + own_nonce
     return hmac.new(password.encode("utf-8", "surrogateescape"), msg, hashlib.sha256).hexdigest().encode()
-
-
-def encode_message(parts: list[bytes]) -> bytes:
-    """A RESP array of bulk strings (hiredis's encoder, in C: 1.2 us for a REPLJOB
-    against 2 us for a Python loop)."""
-    return hiredis.pack_command(tuple(parts))
 
 
 class BusLink(asyncio.Protocol):
@@ -98,7 +92,7 @@ class BusLink(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         if self.password:
-            transport.write(encode_message([b"CHALLENGE", self.nonce]))  # type: ignore[attr-defined]
+            transport.write(bulk_array([b"CHALLENGE", self.nonce]))  # type: ignore[attr-defined]
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple):
             self.peer_ip = peer[0]
@@ -226,12 +220,12 @@ class BusLink(asyncio.Protocol):
     def prove(self) -> None:
         assert self.transport is not None
         proof = auth_proof(self.password, self.role, self.peer_nonce, self.nonce)
-        self.transport.write(encode_message([b"AUTH", proof]))
+        self.transport.write(bulk_array([b"AUTH", proof]))
         self.proved = True
         self.flush()
 
     def send(self, parts: list[bytes]) -> None:
-        self.send_encoded(encode_message(parts))
+        self.send_encoded(bulk_array(parts))
 
     def send_encoded(self, data: bytes) -> None:
         """Send a message encoded already (one encoding for all the nodes it goes to)."""
@@ -257,7 +251,7 @@ class BusLink(asyncio.Protocol):
 
     def close_batch(self) -> None:
         if self.batch:
-            self.out.append(encode_message(self.cluster.header(self.batch_type) + self.batch))
+            self.out.append(bulk_array(self.cluster.header(self.batch_type) + self.batch))
             self.batch = []
             self.cluster.messages_sent += 1
 

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 
 from disque_server.client import Blocked
 from disque_server.clock import now_ms, time_error_ms
-from disque_server.cluster.serialize import FIELDS, job_from_fields, job_to_fields
-from disque_server.job import ACTIVE, FLAG_BCAST_WILLQUEUE
+from disque_server.job import ACTIVE, FIELDS, FLAG_BCAST_WILLQUEUE, job_from_fields, job_to_fields
 from disque_server.queue import PAUSED_IN, PAUSED_OUT, Queue
 
 if TYPE_CHECKING:

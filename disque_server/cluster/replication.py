@@ -18,14 +18,16 @@ from typing import TYPE_CHECKING
 from disque_server.client import Blocked
 from disque_server.clock import now_ms
 from disque_server.cluster.node import LEAVING
-from disque_server.cluster.serialize import FIELDS, job_from_fields, job_to_fields
 from disque_server.commands.addjob import activate_job, start_job
 from disque_server.job import (
     ACTIVE,
+    FIELDS,
     FLAG_BCAST_QUEUED,
     FLAG_BCAST_WILLQUEUE,
     WAIT_REPL,
     Job,
+    job_from_fields,
+    job_to_fields,
 )
 from disque_server.queue import PAUSED_IN
 

@@ -43,10 +43,6 @@ LAYERS: list[tuple[str, ...]] = [
 # the test fails on a new one, and on a line left here after its import is gone.
 KNOWN: set[tuple[str, str]] = {
     ("ack", "client"),
-    ("aof", "client"),
-    ("aof", "cluster.bus"),
-    ("aof", "cluster.serialize"),
-    ("check_aof", "client"),
     ("client", "commands.getjob"),
     ("commands.jobs", "cluster.requeue"),
     ("cluster.federation", "client"),
