@@ -22,13 +22,13 @@ import itertools
 import re
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import hiredis
 
 from disque_common.splitargs import SplitError, split_args
 from disque_server import resp
+from disque_server.blocking import BlockedGetJob
 from disque_server.resp import (
     AGGREGATE_TYPES,
     BYTES_ONLY,
@@ -44,6 +44,7 @@ from disque_server.resp import (
 )
 
 if TYPE_CHECKING:
+    from disque_server.blocking import Blocked
     from disque_server.queue import Queue
     from disque_server.server import Server
 
@@ -61,23 +62,6 @@ SMALL_READ = 16 * 1024                # its requests' elements are checked by a 
 _join = b"".join
 
 _client_ids = itertools.count(1)
-
-
-class Blocked:
-    """Why a client waits, and how to wake it."""
-
-    __slots__ = ("kind", "queues", "count", "withcounters", "timer", "on_timeout", "data")
-
-    def __init__(self, kind: str, queues: list[bytes] | None = None, count: int = 1,
-                 withcounters: bool = False, on_timeout: Callable[[], None] | None = None,
-                 data: Any = None) -> None:
-        self.kind = kind
-        self.queues = queues or []
-        self.count = count
-        self.withcounters = withcounters
-        self.timer: asyncio.TimerHandle | None = None
-        self.on_timeout = on_timeout
-        self.data = data
 
 
 class Client(asyncio.Protocol):
@@ -530,7 +514,7 @@ class Client(asyncio.Protocol):
     def reply_value(self, value: Any) -> None:
         self.out.append(self.proto.encode(value))
 
-    # ---- blocking ------------------------------------------------------------------
+    # ---- blocking (what the client waits for: blocking.py) -----------------------------
     def block(self, blocked: Blocked, timeout_ms: int) -> None:
         self.blocked = blocked
         self.server.stats.blocked_clients += 1
@@ -542,10 +526,7 @@ class Client(asyncio.Protocol):
         if blocked is None:
             return
         blocked.timer = None
-        if blocked.on_timeout is not None:
-            blocked.on_timeout()
-        else:
-            self.out.append(self.proto.null_array)
+        blocked.timed_out(self)
         self.unblock()
         self.flush()
 
@@ -557,12 +538,7 @@ class Client(asyncio.Protocol):
         self.server.stats.blocked_clients -= 1
         if blocked.timer is not None:
             blocked.timer.cancel()
-        if blocked.kind == "getjob":
-            self.server.queues.unblock_client(self, blocked.queues)
-        elif blocked.kind == "ackjob":
-            self.server.acks.forget_wait(blocked.data)
-        elif blocked.kind == "refill":
-            blocked.data.waiters.pop(self, None)
+        blocked.release(self)
         if resume and (self.deferred or not self.at_boundary or self.inline_buf
                        or self.chunk_pos < len(self.chunk)):
             self.server.loop.call_soon(self.resume)
@@ -589,7 +565,7 @@ class Client(asyncio.Protocol):
         from disque_server.commands.getjob import reply_jobs
 
         blocked = self.blocked
-        assert blocked is not None
+        assert isinstance(blocked, BlockedGetJob)
         job = self.server.queues.fetch_job(q)
         self.unblock()
         if job is not None:

@@ -22,6 +22,7 @@ from time import perf_counter
 from disque_server import metrics, resp, tls
 from disque_server.ack import Acks
 from disque_server.aof import AOF
+from disque_server.blocking import BlockedGetJob
 from disque_server.client import Client
 from disque_server.cluster import Cluster
 from disque_server.collector import Collector
@@ -373,7 +374,7 @@ class Server:
     def reject_blocked_getjob_leaving(self) -> None:
         """A node starts leaving: clients blocked in GETJOB must go elsewhere."""
         for client in list(self.clients):
-            if client.blocked and client.blocked.kind == "getjob":
+            if isinstance(client.blocked, BlockedGetJob):
                 client.reply(LEAVING_ERROR)
                 client.unblock()
                 client.flush()

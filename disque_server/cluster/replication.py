@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from disque_server.client import Blocked
+from disque_server.blocking import BlockedAddJob
 from disque_server.clock import now_ms
 from disque_server.cluster.node import LEAVING
 from disque_server.commands.addjob import activate_job, start_job
@@ -91,7 +91,7 @@ def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: in
         client.reply(b"+%s\r\n" % job.id)
         return
     # No timer of its own: at the ms-timeout the cron replies NOREPL (replication_failed).
-    client.block(Blocked("addjob", data=rep), 0)
+    client.block(BlockedAddJob(rep), 0)
 
 
 def send_repljob(cluster: Cluster, job: Job, node_ids: list[bytes]) -> None:

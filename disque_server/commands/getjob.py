@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from disque_server.client import Blocked
+from disque_server.blocking import BlockedGetJob
 from disque_server.commands.args import (
     LEAVING_ERROR,
     SYNTAX_ERROR,
@@ -88,7 +88,7 @@ def getjob_command(c: Client, argv: list[bytes]) -> None:
         c.reply(LEAVING_ERROR)
         return
     unique = list(dict.fromkeys(names))
-    c.block(Blocked("getjob", unique, count, withcounters), timeout)
+    c.block(BlockedGetJob(unique, count, withcounters), timeout)
     server.queues.block_client(c, unique)
     for name in unique:
         server.cluster.need_jobs(name)
@@ -112,3 +112,4 @@ def fetch_jobs(c: Client, names: list[bytes], count: int) -> list[Job]:
                 return jobs
         if len(jobs) == before:
             return jobs
+
