@@ -28,7 +28,6 @@ import hiredis
 
 from disque_common.splitargs import SplitError, split_args
 from disque_server import resp
-from disque_server.blocking import BlockedGetJob
 from disque_server.resp import (
     AGGREGATE_TYPES,
     BYTES_ONLY,
@@ -45,7 +44,6 @@ from disque_server.resp import (
 
 if TYPE_CHECKING:
     from disque_server.blocking import Blocked
-    from disque_server.queue import Queue
     from disque_server.server import Server
 
 MAX_INLINE = 64 * 1024
@@ -554,22 +552,6 @@ class Client(asyncio.Protocol):
             self.reading_paused = False
             self.transport.resume_reading()
         self.process_input()
-        self.flush()
-
-    def serve_blocked_getjob(self, q: Queue) -> None:
-        """A job arrived in a queue this client waits on: reply with it and unblock.
-
-        As in Disque, a blocked client gets one job, whatever its COUNT, so
-        that jobs arriving together are spread over the waiting clients.
-        """
-        from disque_server.commands.getjob import reply_jobs
-
-        blocked = self.blocked
-        assert isinstance(blocked, BlockedGetJob)
-        job = self.server.queues.fetch_job(q)
-        self.unblock()
-        if job is not None:
-            reply_jobs(self, [job], blocked.withcounters)   # may hold us for a refill
         self.flush()
 
     def info_line(self) -> str:

@@ -26,7 +26,7 @@ from disque_server.blocking import BlockedGetJob
 from disque_server.client import Client
 from disque_server.cluster import Cluster
 from disque_server.collector import Collector
-from disque_server.commands import Command, build_table
+from disque_server.commands import Command, build_table, getjob
 from disque_server.commands.args import LEAVING_ERROR
 from disque_server.config import Config
 from disque_server.job import CtimeClock, Job
@@ -94,6 +94,10 @@ class Server:
         self.acks = Acks(self)
         self.memory = Memory(self)
         self.cluster = Cluster(self)
+        # What the queues call up the stack: the GETJOB reply to a blocked client, and
+        # the federation when a queue drains.
+        self.queues.serve_blocked = getjob.serve_blocked
+        self.queues.on_drained = self.cluster.queue_drained
         self.commands: dict[bytes, Command] = build_table()
         self.command_list: list[Command] = list(dict.fromkeys(self.commands.values()))
         self.slowlog: deque = deque(maxlen=config["slowlog-max-len"])

@@ -34,6 +34,7 @@ from disque_server.resp import bulk_array
 if TYPE_CHECKING:
     from disque_server.client import Client
     from disque_server.job import Job
+    from disque_server.queue import Queue
     from disque_server.server import Server
 
 FORGET_BLACKLIST_MS = 60_000
@@ -598,6 +599,9 @@ class Cluster:
 
     def need_jobs(self, queue: bytes) -> None:
         federation.need_jobs(self, queue)
+
+    def queue_drained(self, q: Queue) -> None:
+        federation.on_queue_drained(self, q)
 
     def hold_for_refill(self, client: Client, queue: bytes) -> None:
         federation.hold_for_refill(self, client, queue)

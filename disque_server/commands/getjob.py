@@ -16,6 +16,7 @@ from disque_server.resp import array_header, integer
 
 if TYPE_CHECKING:
     from disque_server.client import Client
+    from disque_server.queue import Queue
 
 _NACKS = b"$5\r\nnacks\r\n"
 _DELIVERIES = b"$21\r\nadditional-deliveries\r\n"
@@ -113,3 +114,18 @@ def fetch_jobs(c: Client, names: list[bytes], count: int) -> list[Job]:
         if len(jobs) == before:
             return jobs
 
+
+def serve_blocked(c: Client, q: Queue) -> None:
+    """A job arrived in a queue the client waits on: reply with it and unblock
+    (Queues.serve_blocked, set by server.py).
+
+    As in Disque, a blocked client gets one job, whatever its COUNT, so
+    that jobs arriving together are spread over the waiting clients.
+    """
+    blocked = c.blocked
+    assert isinstance(blocked, BlockedGetJob)
+    job = c.server.queues.fetch_job(q)
+    c.unblock()
+    if job is not None:
+        reply_jobs(c, [job], blocked.withcounters)   # may hold us for a refill
+    c.flush()
