@@ -30,6 +30,8 @@ QUEUED = b"+QUEUED\r\n"
 EMPTY_ARRAY = b"*0\r\n"
 ZERO = b":0\r\n"
 ONE = b":1\r\n"
+# GETJOB on a leaving node, and the clients blocked in GETJOB when it starts leaving.
+LEAVING_ERROR = b"-LEAVING This node is leaving the cluster, please connect to a different one\r\n"
 
 _SMALL_INTS = [b":%d\r\n" % i for i in range(1024)]
 _ARRAY_HEADERS = [b"*%d\r\n" % i for i in range(1024)]

@@ -27,13 +27,13 @@ from disque_server.client import Client
 from disque_server.cluster import Cluster
 from disque_server.collector import Collector
 from disque_server.commands import Command, build_table, getjob
-from disque_server.commands.args import LEAVING_ERROR
 from disque_server.config import Config
 from disque_server.job import CtimeClock, Job
 from disque_server.jobs import Jobs
 from disque_server.log import Log
 from disque_server.memory import FULL, Memory
 from disque_server.queue import Queues
+from disque_server.resp import LEAVING_ERROR
 
 SLOWLOG_MAX_ARGS = 32
 SLOWLOG_MAX_ARGLEN = 128

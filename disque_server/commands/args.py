@@ -11,7 +11,6 @@ if TYPE_CHECKING:
 
 SYNTAX_ERROR = b"-ERR syntax error\r\n"
 BADID = b"-BADID Invalid Job ID format.\r\n"
-LEAVING_ERROR = b"-LEAVING This node is leaving the cluster, please connect to a different one\r\n"
 LLONG_MIN, LLONG_MAX = -(2**63), 2**63 - 1
 
 

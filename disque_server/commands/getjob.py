@@ -6,13 +6,12 @@ from typing import TYPE_CHECKING
 
 from disque_server.blocking import BlockedGetJob
 from disque_server.commands.args import (
-    LEAVING_ERROR,
     SYNTAX_ERROR,
     parse_ll,
     parse_timeout_or_reply,
 )
 from disque_server.job import Job
-from disque_server.resp import array_header, integer
+from disque_server.resp import LEAVING_ERROR, array_header, integer
 
 if TYPE_CHECKING:
     from disque_server.client import Client
