@@ -582,6 +582,9 @@ class Cluster:
     def broadcast_working(self, job: Job) -> None:
         requeue.broadcast_working(self, job)
 
+    def broadcast_postpone(self, job: Job, delay_ms: int) -> None:
+        requeue.broadcast_postpone(self, job, delay_ms)
+
     def start_gc(self, job: Job) -> bool:
         return gc.start_gc(self, job)
 
