@@ -32,6 +32,7 @@ from disque_server.resp import (
     AGGREGATE_TYPES,
     BYTES_ONLY,
     CUT,
+    NESTED,
     RESP2,
     RESP_TYPES,
     STAR,
@@ -39,6 +40,7 @@ from disque_server.resp import (
     Protocol,
     byte_name,
     count_problem,
+    feed_array_inside,
     next_array_header,
 )
 
@@ -325,21 +327,13 @@ class Client(asyncio.Protocol):
                 end = next_array_header(chunk, pos, self.clean)
                 if end == pos:
                     past = pos + 1
-                    if not self.reader.has_data():
-                        # All consumed: an element starts here, or the byte before was
-                        # the type of one, which hiredis takes at once ("+*123"). Fed
-                        # alone (no count line: no allocation), the array type byte is
-                        # kept unconsumed in the second case only.
-                        self.reader.feed(chunk, pos, 1)
+                    fed = feed_array_inside(self.reader, chunk, pos)
+                    if fed == NESTED:
+                        self.protocol_error(f"expected '$', got '{byte_name(chunk[pos])}'")
+                        return False
+                    if fed:
                         self.pending.append(chunk[pos:past])
                         self.pending_len += 1
-                        try:                 # (hiredis reads at gets; nothing completes)
-                            self.reader.gets()
-                        except (hiredis.ProtocolError, ValueError, TypeError):
-                            pass             # (cannot happen: no CRLF was fed)
-                        if not self.reader.has_data():   # requests never nest arrays
-                            self.protocol_error(f"expected '$', got '{byte_name(chunk[pos])}'")
-                            return False
                         self.chunk_pos = pos = past
                     # Payload bytes. Follow the request header by header if that means
                     # walking few requests; else feed on to the next header to look at

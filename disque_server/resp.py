@@ -342,6 +342,29 @@ def next_array_header(buf: bytes, start: int, small_ok: bool) -> int:
     return end
 
 
+NESTED = -1
+
+
+def feed_array_inside(reader: hiredis.Reader, buf: bytes, pos: int) -> int:
+    """An array header at buf[pos] inside a request (or bus message), hiredis having run
+    all that came before it: is it payload bytes, or an array element? Requests and
+    messages are flat, so an element array is refused (NESTED) before hiredis reads its
+    count. Else what was fed is returned: 0 or 1 byte.
+
+    With input left over, hiredis is inside a payload: the header is part of it (nothing
+    fed). All consumed: an element starts here, or the byte before was the type of one,
+    which hiredis takes at once ("+*123"). Fed alone (no count line: no allocation), the
+    array type byte is kept unconsumed in the second case only."""
+    if reader.has_data():
+        return 0
+    reader.feed(buf, pos, 1)
+    try:                                 # (hiredis reads at gets; nothing completes)
+        reader.gets()
+    except (hiredis.ProtocolError, ValueError, TypeError):
+        pass                             # (cannot happen: no CRLF was fed)
+    return 1 if reader.has_data() else NESTED
+
+
 def count_problem(buf: bytes, pos: int, max_count: int) -> str | None:
     """Whether the count of the array header at pos is over max_count (hiredis judges
     the rest); CUT while its line is not all in buf."""

@@ -46,7 +46,16 @@ from typing import TYPE_CHECKING
 
 import hiredis
 
-from disque_server.resp import BYTES_ONLY, CUT, STAR, bulk_array, count_problem, next_array_header
+from disque_server.resp import (
+    BYTES_ONLY,
+    CUT,
+    NESTED,
+    STAR,
+    bulk_array,
+    count_problem,
+    feed_array_inside,
+    next_array_header,
+)
 
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster
@@ -136,21 +145,11 @@ class BusLink(asyncio.Protocol):
                         checked_start = True
                         end = next_array_header(data, pos + 1, True)
                 else:
-                    past = pos + 1
-                    if not self.reader.has_data():
-                        # All consumed: an element starts here, or the byte before was
-                        # the type of one, which hiredis takes at once. Fed alone (no
-                        # count line: no allocation), the array type byte is kept
-                        # unconsumed in the second case only.
-                        self.reader.feed(data, pos, 1)
-                        try:                 # (hiredis reads at gets; nothing completes)
-                            self.reader.gets()
-                        except (hiredis.ProtocolError, ValueError, TypeError):
-                            pass             # (cannot happen: no CRLF was fed)
-                        pos = past
-                    if self.reader.has_data():
+                    fed = feed_array_inside(self.reader, data, pos)
+                    if fed != NESTED:
                         problem = None       # payload bytes: look past them
-                        end = next_array_header(data, past, checked_start)
+                        end = next_array_header(data, pos + 1, checked_start)
+                        pos += fed
                 if problem:
                     self.cluster.server.log.verbose("Bus protocol error from %s (%s): closing",
                                                     self.peer_ip, problem)
