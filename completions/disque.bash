@@ -8,13 +8,13 @@ _disque() {
     case "$prev" in
         --cluster) COMPREPLY=($(compgen -W "create check info call leave help" -- "${cur,,}")); return ;;
         -h) COMPREPLY=($(compgen -A hostname -- "$cur")); return ;;
-        -h|-p|-a|-u|--cacert|--cert|--key|-r|-i|-d|-D|--pipe-timeout|--cluster|--timeout) COMPREPLY=(); return ;;
+        -h|-p|-s|-a|-u|--cacert|--cert|--key|-r|-i|-d|-D|--pipe-timeout|--cluster|--timeout) COMPREPLY=(); return ;;
     esac
     # Skip options (and their values) up to the command name.
     while (( i < COMP_CWORD )); do
         case "${COMP_WORDS[i]}" in
             --cluster) verb=${COMP_WORDS[i+1]}; (( i += 2 )); continue ;;
-            -h|-p|-a|-u|--cacert|--cert|--key|-r|-i|-d|-D|--pipe-timeout|--cluster|--timeout) (( i += 2 )); continue ;;
+            -h|-p|-s|-a|-u|--cacert|--cert|--key|-r|-i|-d|-D|--pipe-timeout|--cluster|--timeout) (( i += 2 )); continue ;;
             -*) (( i += 1 )); continue ;;
         esac
         command=${COMP_WORDS[i]}
@@ -38,7 +38,7 @@ _disque() {
     esac
     if [[ -z "$command" ]]; then
         if [[ "$cur" == -* ]]; then
-            COMPREPLY=($(compgen -W "-h -p -a -u --no-auth-warning --tls --cacert --cert --key --insecure -r -i -x -e --raw --no-raw --csv --json -d -D --pipe --pipe-timeout --stat --latency --latency-history --cluster --yes --shutdown --timeout --help -v --version" -- "$cur"))
+            COMPREPLY=($(compgen -W "-h -p -s -a -u --no-auth-warning --tls --cacert --cert --key --insecure -r -i -x -e --raw --no-raw --csv --json -d -D --pipe --pipe-timeout --stat --latency --latency-history --cluster --yes --shutdown --timeout --help -v --version" -- "$cur"))
         elif [[ "$cur" == [A-Z]* ]]; then
             COMPREPLY=($(compgen -W "ADDJOB GETJOB ACKJOB FASTACK WORKING NACK SHOW DELJOB JSCAN QLEN QSTAT QPEEK ENQUEUE DEQUEUE QSCAN PAUSE HELLO CLUSTER INFO CONFIG SLOWLOG LATENCY COMMAND DEBUG BGREWRITEAOF MONITOR TIME SHUTDOWN PING AUTH QUIT CLIENT" -- "$cur"))
         else
@@ -87,7 +87,7 @@ _disque() {
             if (( position == 1 )); then words="SEGFAULT FLUSHALL SLEEP"; else
             case "${sub,,}" in
             esac; fi ;;
-        shutdown) words="NOSAVE SAVE" ;;
+        shutdown) words="REWRITE-AOF" ;;
         client)
             if (( position == 1 )); then words="LIST KILL GETNAME SETNAME PAUSE"; else
             case "${sub,,}" in

@@ -16,7 +16,7 @@ end
 function __fish_disque_command --description 'The disque command being typed'
     set -l tokens (commandline -opc)
     set -e tokens[1]
-    set -l with_value -h -p -a -u --cacert --cert --key -r -i -d -D --pipe-timeout --cluster --timeout
+    set -l with_value -h -p -s -a -u --cacert --cert --key -r -i -d -D --pipe-timeout --cluster --timeout
     # --cluster call host:port command...: the command follows the seed address.
     set -l verb (__fish_disque_verb)
     while set -q tokens[1]
@@ -57,6 +57,7 @@ complete -c disque -f
 
 complete -c disque -s h -r -a '(__fish_print_hostnames)' -d 'Server hostname (default: 127.0.0.1)'
 complete -c disque -s p -r -d 'Server port (default: 7711)'
+complete -c disque -s s -r -d 'Server socket (overrides hostname and port)'
 complete -c disque -s a -r -d 'Password to use when connecting to the server'
 complete -c disque -s u -r -d 'Server URI: disque://[:password@]host[:port] (disques:// for TLS)'
 complete -c disque -l no-auth-warning -d 'Dont show the warning about passwords on the command line'
@@ -81,7 +82,7 @@ complete -c disque -l stat -d 'Print rolling stats about the node: jobs, queues,
 complete -c disque -l latency -d 'Enter a special mode continuously sampling latency'
 complete -c disque -l latency-history -d 'Like --latency but tracking latency changes over time'
 complete -c disque -l cluster -x -a "create\t'Join nodes into a cluster' check\t'Check the health of the cluster' info\t'Jobs, queues and load of every node' call\t'Run a command on every node' leave\t'Remove a node without losing jobs' help\t'List the verbs and their arguments'" -d 'Cluster manager command: create, check, info, call, leave'
-complete -c disque -l yes -d 'With --cluster leave: do not ask for confirmation'
+complete -c disque -l yes -d 'With --cluster leave: do not ask for confirmation (required without a terminal)'
 complete -c disque -l shutdown -d 'With --cluster leave: SHUTDOWN the node once the others forgot it'
 complete -c disque -l timeout -r -d 'With --cluster: seconds to wait for the full mesh (create, default 30), for the node to drain (leave, default no limit), for each nodes replies (check, info: default 5; call: default no limit)'
 complete -c disque -l help -d 'Output this help and exit'
@@ -102,7 +103,7 @@ complete -c disque -n '__fish_disque_verb_is info' -l raw -d 'Use raw formatting
 complete -c disque -n '__fish_disque_verb_is info' -l no-raw -d 'Force formatted output even when STDOUT is not a tty'
 complete -c disque -n '__fish_disque_verb_is info' -l csv -d 'Output in CSV format'
 complete -c disque -n '__fish_disque_verb_is info' -l json -d 'Output in JSON format; SHOW, QSTAT, HELLO, INFO and the jobs of JSCAN REPLY ALL as objects'
-complete -c disque -n '__fish_disque_verb_is leave' -l yes -d 'Do not ask for confirmation'
+complete -c disque -n '__fish_disque_verb_is leave' -l yes -d 'Do not ask for confirmation (required when standard input is not a terminal)'
 complete -c disque -n '__fish_disque_verb_is leave' -l shutdown -d 'SHUTDOWN the node once the others forgot it'
 complete -c disque -n '__fish_disque_verb_is leave' -l timeout -x -d 'Seconds to wait for the node to drain (default: no limit); past it, stop before forgetting it; 0: no limit'
 complete -c disque -n '__fish_disque_verb_is leave' -l raw -d 'Use raw formatting for replies (default when STDOUT is not a tty)'
@@ -137,7 +138,7 @@ complete -c disque -n __fish_disque_needs_command -a debug -d 'Debugging command
 complete -c disque -n __fish_disque_needs_command -a bgrewriteaof -d 'Rewrite the append-only file in the background'
 complete -c disque -n __fish_disque_needs_command -a monitor -d 'Stream every command received by the server'
 complete -c disque -n __fish_disque_needs_command -a time -d 'The server time: unix seconds and microseconds'
-complete -c disque -n __fish_disque_needs_command -a shutdown -d 'Stop the server'
+complete -c disque -n __fish_disque_needs_command -a shutdown -d 'Stop the server (REWRITE-AOF: rewrite the AOF first)'
 complete -c disque -n __fish_disque_needs_command -a ping -d 'Ping the server'
 complete -c disque -n __fish_disque_needs_command -a auth -d 'Authenticate to the server'
 complete -c disque -n __fish_disque_needs_command -a quit -d 'Close the connection'
@@ -182,7 +183,7 @@ complete -c disque -n '__fish_disque_using command 1' -a info -d 'Details about 
 complete -c disque -n '__fish_disque_using debug 1' -a segfault -d 'Make the server crash'
 complete -c disque -n '__fish_disque_using debug 1' -a flushall -d 'Delete all the jobs and queues'
 complete -c disque -n '__fish_disque_using debug 1' -a sleep -d 'Stop the server for some time'
-complete -c disque -n '__fish_disque_using shutdown' -a 'NOSAVE SAVE'
+complete -c disque -n '__fish_disque_using shutdown' -a 'REWRITE-AOF'
 complete -c disque -n '__fish_disque_using client 1' -a list -d 'The list of client connections'
 complete -c disque -n '__fish_disque_using client 1' -a kill -d 'Close the connection of a client'
 complete -c disque -n '__fish_disque_using client 1' -a getname -d 'The name of the current connection'

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 import socket
 import sys
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from disque_cli.connection import Disconnected, Endpoint, Session
 from disque_cli.options import OUTPUT_FLAGS, ClusterVerb
-from disque_cli.render import Mode, parse_info
+from disque_cli.render import Mode, dumps, parse_info
 from disque_cli.replies import ErrorReply, Reply
 from disque_common.tls import TLS, closed_hint
 
@@ -124,7 +123,6 @@ class Member:
         self.timeout = timeout
         self.session = NodeSession(Endpoint(host, port, password, tls), timeout)
         self.id = node_id
-        self.expected_id: str | None = None
         self.error: str | None = None      # why it could not be reached, if so
         self.view: list[ViewEntry] = []    # its CLUSTER NODES
         self.info: dict[str, str] = {}     # its INFO, flattened
@@ -175,11 +173,17 @@ class Member:
         raise NodeDown(f"{' '.join(map(str, args))}: unexpected reply {reply!r}")
 
     def refresh(self, with_info: bool = True) -> bool:
-        """MYID, CLUSTER NODES (and INFO): False, with self.error set, if unreachable."""
+        """MYID, CLUSTER NODES (and INFO): False, with self.error set, if unreachable.
+
+        A member known by its ID is that node only: when its address answers with
+        another ID (the node was replaced on the same port), the member is down,
+        and the node now there is another member."""
         try:
             node_id = self.text("CLUSTER", "MYID")
             if self.id and node_id != self.id:
-                self.expected_id = self.id   # another node now answers at this address
+                self.error = f"{self.label} now answers as node {node_id[:ID_PREFIX]} (replaced?)"
+                self.view, self.info = [], {}
+                return False
             self.id = node_id
             self.view = parse_nodes(self.text("CLUSTER", "NODES"))
             if with_info:
@@ -510,7 +514,7 @@ class Output:
     def table(self, columns: Sequence[Column], rows: Sequence[dict[str, Any]],
               title: str | None = None, footer: dict[str, Any] | None = None) -> None:
         if self.mode is Mode.JSON:
-            self.out.write(json.dumps(list(rows), ensure_ascii=False) + "\n")
+            self.out.write(dumps(list(rows)) + "\n")
         elif self.mode is Mode.CSV:
             buffer = io.StringIO()
             writer = csv.writer(buffer, lineterminator="\n")

@@ -127,6 +127,11 @@ class Leave:
                       f"{target.name} would have nowhere to go. Nothing was changed.")
             return 1
         self.explain()
+        if not sys.stdin.isatty() and not self.parsed.yes:
+            # From cron or ssh, a mistyped address would drain and forget a node.
+            out.error("Standard input is not a terminal, so nobody can confirm: nothing "
+                      "was changed. Give --yes to remove the node without asking.")
+            return 1
         if not self.confirm():
             out.line("Aborted: nothing was changed.")
             return 1
@@ -175,9 +180,6 @@ class Leave:
 
     def confirm(self) -> bool:
         if self.parsed.yes:
-            return True
-        if not sys.stdin.isatty():
-            self.out.line("(standard input is not a terminal: going on without asking)")
             return True
         stream = self.out.messages
         stream.write("Type 'yes' to go on: ")

@@ -28,7 +28,7 @@ from disque_cli.cluster import (
     resolve_ip,
     seed_address,
 )
-from disque_cli.render import Mode, RenderOptions, format_json, render
+from disque_cli.render import Mode, RenderOptions, dumps, format_json, render
 from disque_cli.replies import ErrorReply, Status
 
 CREATE_TIMEOUT = 30.0    # seconds for the mesh to complete
@@ -238,10 +238,7 @@ def _check(out: Output, members: list[Member]) -> int:
     if not down:
         findings.append(("OK", f"All {len(members)} nodes are reachable."))
     up = [member for member in members if member.up]
-    for member in members[1:]:
-        if member.up and member.expected_id:
-            findings.append(("ERR", f"{member.label} is node {member.id}, but "
-                                    f"{seed.label} expects {member.expected_id} there"))
+    findings += _shared_addresses(members)
     findings += _compare_views(members, up)
     findings += _failure_flags(members, up)
     for member in up:
@@ -258,17 +255,37 @@ def _check(out: Output, members: list[Member]) -> int:
 
     if out.mode is Mode.JSON:
         rows = json_rows([node_row(member, seed) for member in members], members)
-        out.out.write(json.dumps({
+        out.out.write(dumps({
             "healthy": not any(level == "ERR" for level, _ in findings),
             "nodes": rows,
             "findings": [{"level": level, "text": text} for level, text in findings],
-        }, ensure_ascii=False) + "\n")
+        }) + "\n")
         out.errors = sum(level == "ERR" for level, _ in findings)
     else:
         print_nodes(out, members, f"Cluster of {len(members)} nodes", observer=seed)
         for level, text in findings:
             out.finding(level, text)
     return 1 if out.errors else 0
+
+
+def _shared_addresses(members: Sequence[Member]) -> list[tuple[str, str]]:
+    """Two node IDs at one address: a node replaced on its port, the old ID still
+    a member. Only the live one can be reached; the other must be forgotten."""
+    findings = []
+    by_label: dict[str, list[Member]] = {}
+    for member in members:
+        by_label.setdefault(member.label, []).append(member)
+    for where, holders in by_label.items():
+        if len(holders) < 2:
+            continue
+        gone = [member.id or "?" for member in holders if not member.up]
+        ids = ", ".join((member.id or "?")[:ID_PREFIX] for member in holders)
+        text = f"{where} is held by {len(holders)} node IDs ({ids})"
+        if gone:
+            text += (": forget the one that is gone with `disque --cluster call "
+                     f"{members[0].label} cluster forget {gone[0]}`")
+        findings.append(("ERR", text))
+    return findings
 
 
 def _compare_views(members: Sequence[Member], up: Sequence[Member]) -> list[tuple[str, str]]:
@@ -310,7 +327,7 @@ def _failure_flags(members: Sequence[Member], up: Sequence[Member]) -> list[tupl
 
 # ---- info -----------------------------------------------------------------------------
 
-INFO_COLUMNS = (Column("id", "ID"), Column("address", "Address"),
+INFO_COLUMNS = (Column("id", "ID"), Column("address", "Address"), Column("flags", "Flags"),
                 Column("jobs", "Jobs", numeric=True), Column("queues", "Queues", numeric=True),
                 Column("clients", "Clients", numeric=True),
                 Column("blocked", "Blocked", numeric=True),
@@ -327,16 +344,22 @@ def cluster_info(parsed: VerbArgs) -> int:
         for member in members[1:]:
             member.refresh()
         rows = []
+        seed = members[0]
         for member in members:
             own = member.myself() if member.up else None
             rows.append({
                 "id": member.id if out.mode is Mode.JSON else (member.id or "?")[:ID_PREFIX],
                 "address": member.label,
+                # As the seed sees the node (pfail, fail, leaving): a dead node's row
+                # says why it has no figures.
+                "flags": node_row(member, seed)["flags"],
                 "jobs": member.number("registered_jobs") if member.up else None,
                 "queues": member.number("registered_queues") if member.up else None,
                 "clients": member.number("connected_clients") if member.up else None,
                 "blocked": member.number("blocked_clients") if member.up else None,
-                "memory": member.info.get("used_memory_human") if member.up else None,
+                # Bytes for programs, as redis-cli --cluster info would print them for people.
+                "memory": (member.number("used_memory") if out.mode in (Mode.JSON, Mode.CSV)
+                           else member.info.get("used_memory_human")) if member.up else None,
                 "ops_per_sec": member.number("instantaneous_ops_per_sec") if member.up else None,
                 "leaving": ("leaving" in own.flags) if own is not None else None,
                 "error": member.error,
@@ -404,8 +427,7 @@ def _call(out: Output, parsed: VerbArgs, members: list[Member]) -> int:
         saw_error_reply |= isinstance(reply, ErrorReply)
         if out.mode is Mode.JSON:
             value = json.loads(format_json(reply, shape).decode("utf-8"))
-            out.out.write(json.dumps({"node": member.label, "id": member.id, "reply": value},
-                                     ensure_ascii=False) + "\n")
+            out.out.write(dumps({"node": member.label, "id": member.id, "reply": value}) + "\n")
             out.out.flush()
             continue
         text = render(reply, options, verbatim=verbatim, shape=shape).decode(

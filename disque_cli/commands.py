@@ -189,7 +189,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("BGREWRITEAOF", "", "Rewrite the append-only file in the background", "server"),
     Command("MONITOR", "", "Stream every command received by the server", "server"),
     Command("TIME", "", "The server time: unix seconds and microseconds", "server"),
-    Command("SHUTDOWN", "[NOSAVE|SAVE]", "Stop the server", "server"),
+    Command("SHUTDOWN", "[REWRITE-AOF]",
+            "Stop the server (REWRITE-AOF: rewrite the AOF first)", "server"),
     # ---- connection ----
     Command("PING", "[message]", "Ping the server", "connection"),
     Command("AUTH", "password", "Authenticate to the server", "connection"),

@@ -41,11 +41,21 @@ class Endpoint:
     port: int = DEFAULT_PORT
     password: str | None = None
     tls: TLS | None = None
+    socket: str | None = None      # a Unix socket path (-s): host and port are ignored
 
     @property
     def label(self) -> str:
-        """host:port as redis-cli shows it (IPv6 addresses in brackets)."""
+        """host:port as redis-cli shows it (IPv6 addresses in brackets), or the socket."""
+        if self.socket:
+            return self.socket
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def pool_kwargs(self) -> dict:
+        """Where redis-py connects: the Unix socket, or host and port (TLS maybe)."""
+        if self.socket:
+            return {"connection_class": redis.UnixDomainSocketConnection, "path": self.socket}
+        return {"host": self.host, "port": self.port,
+                **(self.tls.pool_kwargs() if self.tls else {})}
 
 
 def parse_uri(uri: str) -> Endpoint:
@@ -110,11 +120,11 @@ class Session:
         with redis-cli's message (a failed handshake included)."""
         self.close()
         pool = redis.ConnectionPool(
-            host=self.endpoint.host, port=self.endpoint.port, protocol=2,
-            parser_class=TypedRESP2Parser, socket_timeout=self.reply_timeout,
-            socket_connect_timeout=self.connect_timeout, socket_keepalive=True,
+            protocol=2, parser_class=TypedRESP2Parser, socket_timeout=self.reply_timeout,
+            socket_connect_timeout=self.connect_timeout,
             retry=Retry(NoBackoff(), 0), driver_info=None,
-            **(self.endpoint.tls.pool_kwargs() if self.endpoint.tls else {}))
+            **({} if self.endpoint.socket else {"socket_keepalive": True}),
+            **self.endpoint.pool_kwargs())
         try:
             client = redis.Redis(connection_pool=pool, single_connection_client=True)
         except (redis.RedisError, OSError) as exc:

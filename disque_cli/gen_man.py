@@ -158,7 +158,8 @@ def _leave_walkthrough() -> list[str]:
     out = [".SS Removing a node",
            "\\fBdisque \\-\\-cluster leave\\fR \\fIhost\\fR:\\fIport\\fR removes a node the way",
            "Disque documents it, without losing a job. It shows what it will do and, on a",
-           "terminal, asks for \\fByes\\fR (\\fB\\-\\-yes\\fR does not ask), then:"]
+           "terminal, asks for \\fByes\\fR (\\fB\\-\\-yes\\fR does not ask; without a",
+           "terminal and without \\fB\\-\\-yes\\fR it changes nothing and exits 1), then:"]
     for number, step in enumerate(LEAVE_STEPS, 1):
         out += [f'.IP "{number}." 4', esc(step)]
     out += [
@@ -271,7 +272,9 @@ def man_page() -> str:
         "When set, format replies for a terminal even when standard output is not one.",
         ".SH FILES",
         ".TP", "\\fI~/.disquecli_history\\fR",
-        "Commands typed at the prompt, one per line (AUTH excepted).",
+        "Commands typed at the prompt, one per line, readable by its owner only; lines",
+        "with a password (AUTH, HELLO ... AUTH, CONFIG SET requirepass or",
+        "cluster\\-password) are left out.",
         ".TP", "\\fI~/.disqueclirc\\fR",
         "Preferences of the interactive mode: \\fB:set hints\\fR or \\fB:set nohints\\fR.",
         ".SH EXIT STATUS",

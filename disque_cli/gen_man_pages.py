@@ -39,11 +39,27 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
          "Close the connection of a client idle for this many seconds; 0 never does. "
          "Clients blocked in GETJOB and MONITOR clients are not closed."),
         ("tcp-keepalive", "seconds",
-         "Accepted for compatibility with Disque configuration files; this implementation "
-         "does not use it (connections use the system's TCP keepalive settings)."),
+         "Send TCP keepalive probes on client connections idle for this many seconds (then "
+         "every third of it, dropping the connection after 3 unanswered), so dead peers "
+         "are detected; 0 leaves the system's settings."),
+        ("tcp-backlog", "number",
+         "Length of the queue of connections not accepted yet (the kernel caps it at "
+         "net.core.somaxconn)."),
+        ("unixsocket", "path",
+         "Also listen on this Unix socket (a stale file there is removed first; the file "
+         "is removed at shutdown). CONFIG GET and INFO server show it; clients connect "
+         "with disque -s path."),
+        ("unixsocketperm", "octal",
+         "Permissions of the unixsocket file, in octal (700: its owner only); 0 leaves "
+         "them to the umask. Values over 777 are refused."),
         ("maxclients", "number",
          "Most clients connected at once; beyond it new connections get "
          "\"ERR max number of clients reached\" and are closed."),
+        ("client-output-buffer-limit", "normal hard soft soft-seconds",
+         "Close a client whose replies wait unsent (it does not read them) beyond hard "
+         "bytes, or beyond soft bytes for soft-seconds in a row; 0 disables a limit. "
+         "Disque has one class of clients, normal; other classes are refused. Checked "
+         "at every cron tick."),
     ]),
     ("Process and logging", [
         ("dir", "path",
@@ -58,6 +74,16 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
          "Log to this file; empty: to standard output."),
         ("loglevel", "debug|verbose|notice|warning",
          "How much to log, from everything to warnings only."),
+        ("syslog-enabled", "yes|no",
+         "Copy every log line to syslog too."),
+        ("syslog-ident", "name",
+         "The syslog identity of the node's lines."),
+        ("syslog-facility", "user|local0|...|local7",
+         "The syslog facility of the node's lines; others are refused."),
+        ("watchdog-period", "milliseconds",
+         "When the event loop stalls longer than this (at least two cron ticks), write "
+         "the stack of every thread to the log, as Redis' software watchdog; the node "
+         "keeps running. 0 disables it."),
         ("hz", "number",
          "How many times per second background tasks run: job timers (retry, delay, TTL), "
          "failure detection, client timeouts, expiring acknowledgements. Higher values are "
@@ -68,10 +94,18 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
          "Clients must send AUTH password before any other command. Nodes of a cluster "
          "talk on the cluster bus, which is not protected by it."),
         ("maxmemory", "bytes",
-         "Memory limit (units: b, k, kb, m, mb, g, gb). From 75% of it new jobs are "
-         "replicated on other nodes without a local copy; from 95% acknowledged jobs and "
-         "idle empty queues are evicted; at 100% commands that need memory, such as "
-         "ADDJOB, are refused with an -OOM error."),
+         "Memory limit (units: b, k, kb, m, mb, g, gb), compared with used_memory (INFO "
+         "memory): the memory of the node's data, not of the interpreter. It counts every "
+         "job (545 bytes for the job, its ID, its index, timer and queue entries, plus its "
+         "body), every queue (1,200 bytes plus its name), every client connection (3,500 "
+         "bytes) with its input and output buffers, and the AOF buffers; the process' "
+         "resident size is used_memory_rss. From 75% of the limit new jobs are replicated "
+         "on other nodes without a local copy, and copies from other nodes are refused; "
+         "from 95% acknowledged jobs and idle empty queues are evicted; at 100% commands "
+         "that need memory, such as ADDJOB, are refused with an -OOM error."),
+        ("maxmemory-policy", "acks|noeviction",
+         "acks: from 95% of maxmemory evict what is safe to lose (acknowledged jobs, "
+         "delivered RETRY 0 jobs, idle empty queues); noeviction: evict nothing."),
     ]),
     ("Append only file", [
         ("appendonly", "yes|no",
@@ -96,6 +130,13 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
          "percentage since the last rewrite; 0 disables automatic rewrites."),
         ("auto-aof-rewrite-min-size", "bytes",
          "No automatic rewrite while the file is smaller than this."),
+        ("no-appendfsync-on-rewrite", "yes|no",
+         "Do not fsync the append only file while a rewrite writes its new file (the "
+         "writes of that time are fsynced when it is done): less disk contention, more "
+         "to lose in a power failure meanwhile."),
+        ("aof-rewrite-incremental-fsync", "yes|no",
+         "While rewriting, fsync the new file every 32 MB written rather than once at "
+         "the end, so the disk is not flooded at once."),
     ]),
     ("Cluster", [
         ("cluster-config-file", "name",
@@ -116,11 +157,40 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
          "The cluster bus port this node announces; 0 means the bus port it listens on. "
          "CLUSTER MEET reaches a node at its port plus 10000, so a node announcing "
          "another bus port should be the one that meets the others."),
+        ("cluster-password", "secret",
+         "Every cluster bus link starts with a mutual HMAC-SHA256 challenge on this "
+         "shared secret (which never crosses the wire); a peer that does not prove it is "
+         "disconnected. Every node of the cluster needs the same."),
+    ]),
+    ("TLS", [
+        ("tls-port", "port",
+         "Open a TLS client port too (tls-cert-file and tls-key-file are required)."),
+        ("tls-cert-file", "path",
+         "The node's certificate, for tls-port and tls-cluster."),
+        ("tls-key-file", "path",
+         "The private key of tls-cert-file."),
+        ("tls-ca-cert-file", "path",
+         "CA certificates that verify client certificates and, with tls-cluster, peers."),
+        ("tls-auth-clients", "yes|no|optional",
+         "Whether TLS clients must present a certificate signed by tls-ca-cert-file."),
+        ("tls-cluster", "yes|no",
+         "Run the cluster bus over TLS, peers verified against tls-ca-cert-file."),
     ]),
     ("Queues", [
         ("queue-max-idle-time", "seconds",
          "An empty queue, with no client waiting on it and no state (such as PAUSE), is "
          "forgotten after this many seconds without activity."),
+    ]),
+    ("Accepted for compatibility", [
+        ("databases", "number",
+         "Accepted and shown by CONFIG GET as by Disque, which has no databases either: "
+         "no effect."),
+        ("maxmemory-samples", "number",
+         "Accepted and shown by CONFIG GET as by Disque, whose eviction does not use it "
+         "either: no effect."),
+        ("activerehashing", "yes|no",
+         "Accepted and shown by CONFIG GET as by Disque; Python's dictionaries resize "
+         "at once, so there is no incremental rehashing to run: no effect."),
     ]),
     ("Monitoring", [
         ("slowlog-log-slower-than", "microseconds",
@@ -310,6 +380,11 @@ TUI_DESCRIPTIONS = {
     "timeout": "Seconds after which a node that does not answer is shown down (default: "
                "twice the interval, at least 1).",
     "scan_count": "COUNT of each QSCAN page when listing queues (default 500).",
+    "once": "Poll twice, one interval apart (rates need two polls), print the overview "
+            "(problems, nodes, queues that matter) as plain text and exit, like top -b -n 1. "
+            "Also what happens when standard output is not a terminal.",
+    "screenshot_dir": "Where the command palette's Screenshot saves its SVG (default: the "
+                      "current directory); the notice says where it went, or why not.",
     # The TLS options are disque(1)'s: the same words here.
     **{opt.dest: opt.help for opt in OPTIONS if opt.dest in TLS_DESTS},
     "tls": "Connect to every node over TLS: to host:port (its tls-port) and to the other "
@@ -319,6 +394,7 @@ TUI_DESCRIPTIONS = {
 
 
 TUI_METAVARS = {"interval": "seconds", "timeout": "seconds", "scan_count": "count",
+                "screenshot_dir": "dir",
                 **{opt.dest: opt.metavar for opt in OPTIONS
                    if opt.dest in TLS_DESTS and opt.metavar}}
 
@@ -339,11 +415,21 @@ def tui_page() -> str:
         "[\\fB\\-\\-cert\\fR \\fIfile\\fR \\fB\\-\\-key\\fR \\fIfile\\fR] "
         "[\\fB\\-\\-insecure\\fR]",
         "[\\fB\\-\\-interval\\fR \\fIseconds\\fR] [\\fB\\-\\-timeout\\fR \\fIseconds\\fR]",
+        "[\\fB\\-\\-once\\fR] [\\fB\\-\\-screenshot\\-dir\\fR \\fIdir\\fR]",
         ".SH DESCRIPTION",
-        "\\fBdisque\\-tui\\fR shows a Disque cluster live: its nodes (status, priority,",
-        "flags, jobs, queues, clients, memory, operations per second, a trend of the jobs)",
-        "and its queues across all nodes (length on each node, blocked clients, pause",
-        "state, in, out and import rates), with details down to single jobs. It polls every node once per interval; a node that does not",
+        "\\fBdisque\\-tui\\fR shows a Disque cluster live. Its first screen is what needs",
+        "attention: a strip naming every problem (a node down, PFAIL or FAIL; a node",
+        "leaving, with its drain ETA; jobs stranded on a node that is down; a queue that",
+        "grows while nothing consumes it), the nodes (state, priority, flags, jobs,",
+        "queues, clients, memory, operations per second, a trend of the jobs), then the",
+        "queues that matter, problems first (length, oldest job, in, out and import",
+        "rates, blocked clients, where the jobs are). A node down keeps its last",
+        "figures, greyed, and its last known queues, as stale: their jobs are stranded.",
+        "The header counts job copies (a job on three nodes counts three times) and",
+        "queued jobs (unique). The second panel lists every queue across all nodes,",
+        "with details down to single jobs. It polls every node once per interval and",
+        "checks that each address still answers with the node ID it had: a node",
+        "replaced on its port is a new node, the old ID is down. A node that does not",
         "answer is shown down and polled again. It refuses to start, with one line on",
         "standard error and exit status 1, when no Disque node answers at",
         "\\fIhost\\fR:\\fIport\\fR.",
@@ -365,6 +451,10 @@ def tui_page() -> str:
         for key, what in keys:
             out += [".TP", f"\\fB{esc(key)}\\fR", esc(what[:1].upper() + what[1:]) + "."]
     out += [
+        ".SH EXIT STATUS",
+        "0 after \\fBq\\fR; 1 when nothing answers at \\fIhost\\fR:\\fIport\\fR. With",
+        "\\fB\\-\\-once\\fR (or without a terminal): 1 when the overview names an error",
+        "(a node down or failing, jobs stranded), else 0.",
         ".SH ENVIRONMENT",
         ".TP", "\\fBDISQUECLI_AUTH\\fR",
         "Password used when \\fB\\-a\\fR is not given.",
@@ -372,6 +462,7 @@ def tui_page() -> str:
         ".PP", ".nf", "disque\\-tui \\-p 7711", ".fi",
         ".PP", ".nf", "disque\\-tui \\-h 10.0.0.1 \\-a \"$SECRET\" \\-\\-interval 0.5", ".fi",
         ".PP", ".nf", "disque\\-tui \\-h 10.0.0.1 \\-p 7811 \\-\\-tls \\-\\-cacert ca.crt", ".fi",
+        ".PP", ".nf", "disque\\-tui \\-p 7711 \\-\\-once >> /var/log/disque\\-overview.log", ".fi",
         ".SH SEE ALSO",
         "\\fBdisque\\fR(1), \\fBdisque\\-server\\fR(1)",
         "",

@@ -99,6 +99,8 @@ def parse(argv: Sequence[str], stdout_is_tty: bool) -> Config:
         endpoint.host = params["host"]
     if params["port"] is not None:
         endpoint.port = params["port"]
+    if params["socket"]:
+        endpoint.socket = params["socket"]
     endpoint.tls = TLS.from_options(params["tls"], params["cacert"], params["cert"],
                                     params["key"], params["insecure"]) or endpoint.tls
     _check_tls(endpoint.tls)

@@ -40,6 +40,8 @@ OPTIONS: tuple[CliOption, ...] = (
     CliOption(("-h",), "host", "Server hostname (default: 127.0.0.1).", "hostname",
               complete="host"),
     CliOption(("-p",), "port", "Server port (default: 7711).", "port", kind=int),
+    CliOption(("-s",), "socket", "Server socket (overrides hostname and port).", "socket",
+              complete="file"),
     CliOption(("-a",), "password",
               "Password to use when connecting to the server. You can also use the "
               "DISQUECLI_AUTH environment variable to pass this password more safely "
@@ -99,7 +101,7 @@ OPTIONS: tuple[CliOption, ...] = (
     CliOption(("--cluster",), "cluster", "Cluster manager command: create, check, info, "
               "call, leave. Run --cluster help for the arguments.", "command", section="modes"),
     CliOption(("--yes",), "cluster_yes", "With --cluster leave: do not ask "
-              "for confirmation.", section="modes"),
+              "for confirmation (required without a terminal).", section="modes"),
     CliOption(("--shutdown",), "cluster_shutdown", "With --cluster leave: SHUTDOWN the node "
               "once the others forgot it.", section="modes"),
     CliOption(("--timeout",), "cluster_timeout", "With --cluster: "
@@ -156,13 +158,15 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
                 "MEET), then wait until every node knows and reaches every other one.",
                 (_timeout("to wait for the full mesh (default 30)"),)),
     ClusterVerb("check", "host:port", "Check the health of the cluster",
-                "Check the cluster seen from one node: every node reachable, every node "
-                "knowing the same members, none flagged PFAIL or FAIL; warn about "
-                "handshakes, lost links and leaving nodes.",
+                "Check the cluster seen from one node: every node reachable and answering "
+                "with its own ID, one node per address, every node knowing the same "
+                "members, none flagged PFAIL or FAIL; warn about handshakes, lost links "
+                "and leaving nodes.",
                 (_timeout("to wait for the replies of each node (default 5)"),)),
     ClusterVerb("info", "host:port", "Jobs, queues and load of every node",
-                "Jobs, queues, clients, blocked clients, memory and operations per second "
-                "of every node, with the totals.",
+                "Flags (as the seed sees them: pfail, fail, leaving), jobs, queues, "
+                "clients, blocked clients, memory (bytes with --json and --csv) and "
+                "operations per second of every node, with the totals.",
                 (_timeout("to wait for the replies of each node (default 5)"),)),
     ClusterVerb("call", "host:port command [arg ...]", "Run a command on every node",
                 "Run a command on every node and print each node's reply. The words after "
@@ -172,7 +176,8 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
     ClusterVerb("leave", "host:port", "Remove a node without losing jobs",
                 "Remove the node at host:port without losing a job: CLUSTER LEAVING yes, "
                 "wait for its jobs to drain, CLUSTER FORGET it on every other node.",
-                (VerbOption("--yes", "Do not ask for confirmation.", aliases=("--cluster-yes",)),
+                (VerbOption("--yes", "Do not ask for confirmation (required when standard "
+                            "input is not a terminal).", aliases=("--cluster-yes",)),
                  VerbOption("--shutdown", "SHUTDOWN the node once the others forgot it."),
                  _timeout("to wait for the node to drain (default: no limit); past it, stop "
                           "before forgetting it"))),

@@ -21,6 +21,7 @@ JSON.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -196,6 +197,24 @@ def _jscan_object(reply: Reply) -> Any:
     return [to_json(reply[0]), items]
 
 
+_INTEGER = re.compile(r"-?\d+")
+_DECIMAL = re.compile(r"-?\d+\.\d+")
+# Fields that look like numbers but are names: kept as text.
+_TEXT_FIELDS = ("run_id",)
+
+
+def info_value(field: str, value: str) -> Any:
+    """An INFO value as JSON: integers and decimals as numbers, the rest as text
+    (versions and IDs stay text even when they look like numbers)."""
+    if field.endswith("_version") or field in _TEXT_FIELDS:
+        return value
+    if _INTEGER.fullmatch(value):
+        return int(value)
+    if _DECIMAL.fullmatch(value):
+        return float(value)
+    return value
+
+
 def parse_info(text: str) -> dict[str, Any]:
     """INFO text as {section: {field: value}}; fields before any section stay on top."""
     result: dict[str, Any] = {}
@@ -214,8 +233,13 @@ def parse_info(text: str) -> dict[str, Any]:
 
 def _info_object(reply: Reply) -> Any:
     if isinstance(reply, bytes) and not isinstance(reply, ErrorReply):
-        return parse_info(_text(reply))
+        return _numbers_as_numbers(parse_info(_text(reply)))
     return to_json(reply)
+
+
+def _numbers_as_numbers(fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: _numbers_as_numbers(value) if isinstance(value, dict)
+            else info_value(name, value) for name, value in fields.items()}
 
 
 JSON_SHAPES = {
@@ -226,9 +250,14 @@ JSON_SHAPES = {
 }
 
 
+def dumps(value: Any) -> str:
+    """JSON as every --json output writes it: compact, UTF-8 text as is."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def format_json(reply: Reply, shape: str | None = None) -> bytes:
     value = JSON_SHAPES[shape](reply) if shape else to_json(reply)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return dumps(value).encode("utf-8")
 
 
 # ---- entry point ---------------------------------------------------------------

@@ -26,8 +26,11 @@ from prompt_toolkit.layout.processors import (
     Transformation,
     TransformationInput,
 )
+from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.output.vt100 import Vt100_Output
 from prompt_toolkit.shortcuts import clear
 from prompt_toolkit.styles import Style
+from prompt_toolkit.utils import is_dumb_terminal
 
 from disque_cli import commands, helptext, syntax
 from disque_cli.args import split_words
@@ -37,7 +40,11 @@ from disque_cli.runner import Outcome, Runner
 if TYPE_CHECKING:
     from disque_cli.main import Config
 
-STYLE = Style.from_dict({"hint": "fg:ansibrightblack"})
+# The prompt is coloured in the terminal's default colour: a styled cell is always
+# written, so the prompt's trailing space reaches the terminal as a space (an
+# unstyled trailing space would be a cursor move, and an expect script waiting
+# for `127.0.0.1:7711> ` would never see it).
+STYLE = Style.from_dict({"hint": "fg:ansibrightblack", "prompt": "fg:ansidefault"})
 HISTORY_LIMIT = 1000
 
 
@@ -52,7 +59,8 @@ def history_path() -> Path | None:
 
 
 class PlainHistory(History):
-    """History as plain lines (like redis-cli's), newest last; AUTH lines are not kept."""
+    """History as plain lines (like redis-cli's), newest last, in a file only its owner
+    reads; lines with a password are not kept."""
 
     def __init__(self, path: Path) -> None:
         super().__init__()
@@ -66,18 +74,38 @@ class PlainHistory(History):
         return list(reversed([line for line in lines if line.strip()][-HISTORY_LIMIT:]))
 
     def store_string(self, string: str) -> None:
-        if _is_sensitive(string):
+        if is_sensitive(string):
             return
         try:
-            with self.path.open("a") as f:
+            # Owner-only, as redis-cli's (an older file is narrowed too):
+            # the file shows what was typed.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "a") as f:
                 f.write(string.replace("\n", " ") + "\n")
         except OSError:
             pass  # a read-only home must not break the prompt
 
 
-def _is_sensitive(line: str) -> bool:
-    words = split_words(line) or line.split()
-    return bool(words) and words[0].lower() == "auth"
+# CONFIG SET parameters whose value is a secret (redis-cli leaves out its own:
+# requirepass, masterauth, ...; Disque's are these).
+SECRET_PARAMETERS = frozenset({"requirepass", "cluster-password", "masterauth",
+                               "tls-key-file-pass", "tls-client-key-file-pass"})
+
+
+def is_sensitive(line: str) -> bool:
+    """A line that carries a password, never written to the history (redis-cli's
+    isSensitiveCommand): AUTH, HELLO ... AUTH, CONFIG SET of a secret."""
+    words = [w.lower() for w in (_command_words(line) or line.split())]
+    if not words:
+        return False
+    if words[0] == "auth":
+        return True
+    if words[0] == "hello":
+        return "auth" in words[2:]
+    if words[:2] == ["config", "set"]:
+        return any(name in SECRET_PARAMETERS for name in words[2::2])
+    return False
 
 
 # ---- what you see while typing -------------------------------------------------------
@@ -172,6 +200,21 @@ def _load_preferences(runner: Runner) -> None:
             runner.run_line(line)
 
 
+def terminal_output() -> Output | None:
+    """The terminal, never asked where its cursor is.
+
+    prompt_toolkit asks (CPR) to size its menus; a terminal that does not answer
+    (pexpect and expect scripts, CI runners, emacs shells) costs a wait and a
+    warning at start and a second per command. redis-cli never asks, neither do
+    we. None on a dumb terminal: prompt_toolkit then uses its plain prompt."""
+    if is_dumb_terminal():
+        return None
+    output = create_output()
+    if isinstance(output, Vt100_Output):
+        output.enable_cpr = False
+    return output
+
+
 def run(session: Session, config: Config) -> int:
     try:
         session.connect()
@@ -187,10 +230,12 @@ def run(session: Session, config: Config) -> int:
         complete_while_typing=False,
         input_processors=[HintProcessor(runner)],
         style=STYLE,
+        output=terminal_output(),
     )
 
-    def prompt_text() -> str:
-        return f"{session.endpoint.label}> " if session.connected else "not connected> "
+    def prompt_text() -> list[tuple[str, str]]:
+        text = f"{session.endpoint.label}> " if session.connected else "not connected> "
+        return [("class:prompt", text)]
 
     while True:
         try:

@@ -7,11 +7,12 @@ of its own package); what a lower module calls above it is a hook that
 - ``clock``, ``log``, ``config``, ``tls``
 - ``resp``      RESP: replies, bus messages and AOF records; request framing
 - ``job``       the Job object, job IDs, states, SHOW rendering, its fields
+- ``memory``    maxmemory accounting and eviction
 - ``queue``     queues: ordered jobs, blocked clients, pause, stats
 - ``jobs``      the job registry: lookup, awake timers, the job state machine
-- ``memory``    maxmemory accounting and eviction
 - ``blocking``  why a client waits, and what stopping undoes
 - ``aof``       the append-only file (``check_aof``: its checker)
+- ``collector``, ``output_limits``, ``watchdog``: what the cron runs
 - ``client``    one client connection: RESP parsing, dispatch, replies, blocking
 - ``ack``       acknowledgements, ACKJOB replies held for the GC
 - ``cluster``   this node's view of the cluster: bus, replication, re-queue, GC,

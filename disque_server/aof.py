@@ -31,6 +31,7 @@ from disque_server.job import (
     ACTIVE,
     FIELDS,
     FLAG_BCAST_QUEUED,
+    FLAG_BCAST_WILLQUEUE,
     FLAG_UNPLACED,
     QUEUED,
     STATE_BY_NAME,
@@ -60,10 +61,17 @@ def deljob_record(job_id: bytes) -> bytes:
     return bulk_array([b"DELJOB", job_id])
 
 
+INCREMENTAL_FSYNC_BYTES = 32 * 1024 * 1024
+
+
 def write_snapshot(server: Server, path: str) -> int:
-    """Write every job as a LOADJOB record to ``path`` (fsynced); return the size."""
+    """Write every job as a LOADJOB record to ``path`` (fsynced); return the size.
+
+    With aof-rewrite-incremental-fsync, fsync every 32 MB written, as Redis:
+    the disk gets the file in steps, not in one long burst at the end."""
     chunk: list[bytes] = []
-    size = 0
+    size = synced = 0
+    incremental = server.config["aof-rewrite-incremental-fsync"]
     with open(path, "wb") as f:
         for job in server.jobs.all():
             chunk.append(job_record(job))
@@ -72,6 +80,10 @@ def write_snapshot(server: Server, path: str) -> int:
                 f.write(data)
                 size += len(data)
                 chunk.clear()
+                if incremental and size - synced >= INCREMENTAL_FSYNC_BYTES:
+                    f.flush()
+                    os.fsync(f.fileno())
+                    synced = size
         data = b"".join(chunk)
         f.write(data)
         size += len(data)
@@ -164,14 +176,20 @@ class AOF:
                 view = view[written:]
             self.current_size += len(data)
             policy = self.server.config["appendfsync"]
-            if policy == "always":
+            if policy == "always" and not self.fsync_paused:
                 os.fsync(self.fd)
-            elif policy == "everysec":
+            elif policy != "no":
                 self.fsync_pending = True
             self.last_write_error = ""
         except OSError as exc:
             self.last_write_error = exc.strerror or str(exc)
             self.server.log.warning("Error writing to the AOF file: %s", self.last_write_error)
+
+    @property
+    def fsync_paused(self) -> bool:
+        """no-appendfsync-on-rewrite: no fsync while a rewrite child writes (the
+        disk is busy with it); the writes are fsynced once it is done."""
+        return bool(self.rewrite_pid) and self.server.config["no-appendfsync-on-rewrite"]
 
     @property
     def write_error(self) -> str:
@@ -180,7 +198,8 @@ class AOF:
     def cron(self) -> None:
         self.flush()
         now = time.monotonic()
-        if self.fsync_pending and not self.fsync_running and now - self.last_fsync >= 1:
+        if (self.fsync_pending and not self.fsync_running and now - self.last_fsync >= 1
+                and not self.fsync_paused):
             self.fsync_pending = False
             self.fsync_running = True
             self.last_fsync = now
@@ -382,7 +401,8 @@ class AOF:
             server.jobs.unregister(old)
         if job.etime <= now_s:
             return True      # expired while the node was down
-        job.flags = int(record[2]) & ~FLAG_UNPLACED   # (a timer flag of the old process)
+        # (FLAG_UNPLACED: a timer flag of the old process)
+        job.flags = (int(record[2]) & ~FLAG_UNPLACED) | (job.flags & FLAG_BCAST_WILLQUEUE)
         q = server.queues.lookup(job.queue)
         if q is not None:
             job.queue = q.name

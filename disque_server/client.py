@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import socket
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ from disque_server.resp import (
 
 if TYPE_CHECKING:
     from disque_server.blocking import Blocked
+    from disque_server.commands import Command
     from disque_server.server import Server
 
 MAX_INLINE = 64 * 1024
@@ -62,6 +64,19 @@ SMALL_READ = 16 * 1024                # its requests' elements are checked by a 
 _join = b"".join
 
 _client_ids = itertools.count(1)
+
+
+def set_keepalive(sock: socket.socket, interval: int) -> None:
+    """tcp-keepalive, as Redis' anetKeepAlive: probes after ``interval`` seconds
+    idle, then every interval/3, dropped after 3 unanswered."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if hasattr(socket, "TCP_KEEPIDLE"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(interval // 3, 1))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+    except OSError:
+        pass
 
 
 class Client(asyncio.Protocol):
@@ -99,7 +114,7 @@ class Client(asyncio.Protocol):
         self.monitor = False
         self.closing = False
         self.reading_paused = False
-        self.last_cmd = b"NULL"
+        self.last_cmd: Command | None = None   # (CLIENT LIST's cmd=)
         # No more than 29 attributes: past that, CPython 3.11 drops the compact layout
         # of instance attributes, and each request costs 12% more in process_input.
 
@@ -107,13 +122,17 @@ class Client(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
+        server = self.server
+        sock = transport.get_extra_info("socket")
         if isinstance(peer, tuple):
             host = peer[0]
             self.addr = f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
-        sock = transport.get_extra_info("socket")
+            if server.config["tcp-keepalive"] and sock is not None:
+                set_keepalive(sock, server.config["tcp-keepalive"])
+        elif sock is not None and sock.family == socket.AF_UNIX:   # shown as Redis does
+            self.addr = f"{server.config['unixsocket']}:0"
         if sock is not None:
             self.fd = sock.fileno()
-        server = self.server
         server.stats.connections_received += 1
         if len(server.clients) >= server.config["maxclients"]:
             server.stats.rejected_connections += 1
@@ -554,4 +573,4 @@ class Client(asyncio.Protocol):
         return (f"id={self.id} addr={self.addr} fd={self.fd} name={self.name.decode(errors='replace')} "
                 f"age={int(now - self.ctime)} idle={int(now - self.last_interaction)} "
                 f"flags={flags} qbuf={self.pending_len + len(self.inline_buf)} qbuf-free=0 "
-                f"obl=0 oll={len(self.out)} omem=0 events=r cmd={self.last_cmd.decode(errors='replace').lower()}")
+                f"obl=0 oll={len(self.out)} omem=0 events=r cmd={self.last_cmd.name if self.last_cmd else 'NULL'}")

@@ -87,6 +87,41 @@ def parse_bool(text: str) -> bool:
     return s == "yes"
 
 
+def parse_octal(text: str) -> str:
+    """unixsocketperm: octal permission bits, kept as written in octal (CONFIG GET)."""
+    value = int(text.strip(), 8)
+    if not 0 <= value <= 0o777:
+        raise ValueError(text)
+    return f"{value:o}"
+
+
+def parse_output_limit(text: str) -> str:
+    """client-output-buffer-limit: groups of <class> <hard> <soft> <soft-seconds>;
+    Disque has one class, normal. Kept in bytes, as CONFIG GET shows it."""
+    words = text.split()
+    if not words or len(words) % 4:
+        raise ValueError("wrong number of arguments")
+    limits = ""
+    for i in range(0, len(words), 4):
+        klass, hard, soft, seconds = words[i:i + 4]
+        if klass.lower() != "normal":
+            raise ValueError("Unrecognized client limit class")
+        if parse_int(seconds) < 0:
+            raise ValueError("Negative number of seconds in soft limit is invalid")
+        limits = f"normal {parse_memory(hard)} {parse_memory(soft)} {int(seconds)}"
+    return limits
+
+
+def output_limits(value: str) -> tuple[int, int, int]:
+    """(hard bytes, soft bytes, soft seconds) of a parsed client-output-buffer-limit."""
+    _, hard, soft, seconds = value.split()
+    return int(hard), int(soft), int(seconds)
+
+
+SYSLOG_FACILITIES = ("user", "local0", "local1", "local2", "local3", "local4", "local5",
+                     "local6", "local7")
+
+
 def format_value(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -106,7 +141,7 @@ class Param:
 
     def convert(self, words: list[str]) -> Any:
         if self.multi:
-            return " ".join(words)
+            return self.parse(" ".join(words))
         if len(words) != 1:
             raise ValueError("wrong number of arguments")
         raw = words[0]
@@ -149,14 +184,14 @@ PARAMS: dict[str, Param] = {p.name: p for p in [
     _P("aof-rewrite-incremental-fsync", True, parse_bool),
     _P("aof-load-truncated", True, parse_bool),
     _P("aof-enqueue-jobs-once", False, parse_bool),
-    _P("maxmemory-policy", "acks", choices=("acks",)),
+    _P("maxmemory-policy", "acks", choices=("acks", "noeviction")),
     _P("loglevel", "notice", choices=("debug", "verbose", "notice", "warning")),
     _P("appendfsync", "everysec", choices=("always", "everysec", "no")),
-    _P("syslog-facility", "local0", settable=False),
+    _P("syslog-facility", "local0", settable=False, choices=SYSLOG_FACILITIES),
     _P("appendonly", False, parse_bool),
     _P("dir", "", settable=True),
-    _P("client-output-buffer-limit", "normal 0 0 0", multi=True),
-    _P("unixsocketperm", 0, parse_int, settable=False),
+    _P("client-output-buffer-limit", "normal 0 0 0", parse_output_limit, multi=True),
+    _P("unixsocketperm", "0", parse_octal, settable=False),
     _P("bind", "", settable=False, multi=True),
     # Startup-only directives, not listed by CONFIG GET (as in Disque).
     _P("appendfilename", "disque.aof", visible=False, settable=False),

@@ -13,6 +13,8 @@ import binascii
 import random
 import time
 
+from disque_server.clock import now_ms, time_error_ms
+
 # Job states, in Disque's order; the names are what SHOW and JSCAN STATE use.
 WAIT_REPL, ACTIVE, QUEUED, ACKED = 1, 2, 3, 4
 STATE_NAMES = {WAIT_REPL: b"wait-repl", ACTIVE: b"active", QUEUED: b"queued", ACKED: b"acked"}
@@ -79,11 +81,17 @@ def valid_job_id(jid: bytes) -> bool:
             and jid[35:36] == b"-")
 
 
+# One hex digit as Disque's hexToInt reads it: either case, anything else is 0 and the
+# other digits keep their places; a NUL byte is 16 (strchr finds the charset's end).
+_HEX_DIGIT = {ch: int(chr(ch), 16) for ch in b"0123456789abcdefABCDEF"} | {0: 16}
+
+
 def ttl_minutes_from_id(jid: bytes) -> int:
-    try:
-        return int(jid[36:40], 16)
-    except ValueError:
-        return 0
+    """The TTL field of an ID (chars 36-39) as Disque reads it, even from a foreign ID."""
+    minutes = 0
+    for ch in jid[36:40]:
+        minutes = (minutes << 4) | _HEX_DIGIT.get(ch, 0)
+    return minutes
 
 
 def is_at_least_once_id(jid: bytes) -> bool:
@@ -163,6 +171,26 @@ class CtimeClock:
 
 FIELDS = 12
 
+# Queue names and node ID lists many received jobs carry: one object for all.
+_shared: dict[bytes, object] = {}
+
+
+def shared(key: bytes, make: object) -> object:
+    value = _shared.get(key)
+    if value is None:
+        if len(_shared) >= 4096:
+            _shared.clear()
+        value = _shared[key] = make(key)  # type: ignore[operator]
+    return value
+
+
+def _same(b: bytes) -> bytes:
+    return b
+
+
+def _node_ids(b: bytes) -> tuple[bytes, ...]:
+    return tuple(b.split())
+
 
 def job_to_fields(job: Job) -> list[bytes]:
     return [job.id, job.queue or b"", job.body or b"", b"%d" % job.repl, b"%d" % job.etime,
@@ -171,7 +199,15 @@ def job_to_fields(job: Job) -> list[bytes]:
 
 
 def job_from_fields(fields: list[bytes], state: int) -> Job | None:
-    """A Job from its fields, or None when they are malformed."""
+    """A Job from its fields, or None when they are malformed.
+
+    As Disque's deserializeJob, a copy received (REPLJOB, YOURJOBS) or
+    loaded from the AOF does not take the sender's queue time: it first
+    considers queueing after DELAY + RETRY (+ jitter) from now, announced by
+    WILLQUEUE, so the origin, not every copy, queues a DELAYed job when the
+    delay ends, and after a restart the owners do not all queue at once.
+    A RETRY 0 job keeps its queue time (it has one owner, which queues it
+    once when its DELAY ends)."""
     if len(fields) != FIELDS or not valid_job_id(fields[0]):
         return None
     try:
@@ -179,10 +215,15 @@ def job_from_fields(fields: list[bytes], state: int) -> Job | None:
     except ValueError:
         return None
     repl, etime, ctime, delay, retry, nacks, deliveries, qtime = nums
-    job = Job(fields[0], state, etime, retry)
-    job.queue = fields[1]
+    job = Job(fields[0], state, shared_int(etime), shared_int(retry))
+    job.queue = shared(fields[1], _same)  # type: ignore[assignment]
     job.body = fields[2]
     job.repl, job.ctime, job.delay = repl, ctime, delay
-    job.nacks, job.deliveries, job.qtime = nacks, deliveries, qtime
-    job.nodes_delivered = tuple(fields[11].split())
+    job.nacks, job.deliveries = nacks, deliveries
+    if retry:
+        job.flags |= FLAG_BCAST_WILLQUEUE
+        job.qtime = now_ms() + (delay + retry) * 1000 + time_error_ms(retry)
+    else:
+        job.qtime = qtime
+    job.nodes_delivered = shared(fields[11], _node_ids)  # type: ignore[assignment]
     return job

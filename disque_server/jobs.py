@@ -34,6 +34,7 @@ from disque_server.job import (
     WILLQUEUE_ADVANCE_MS,
     Job,
 )
+from disque_server.memory import JOB_BYTES
 from disque_server.queue import PAUSED_IN
 
 if TYPE_CHECKING:
@@ -136,6 +137,10 @@ class Jobs:
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
         self.unplaced: list[Job] = []    # awake time set since the last tick, not filed
+        self.data_bytes = 0      # what the jobs cost (used_memory): JOB_BYTES + body each
+        # data_bytes past which the next maxmemory level starts (Memory.refresh sets
+        # it): crossing it refreshes the level at once, not at the next cron tick.
+        self.refresh_at = 1 << 62
 
     def __len__(self) -> int:
         return len(self.by_id)
@@ -147,6 +152,9 @@ class Jobs:
         """Add a job; ``schedule=False`` when the caller sets its timer right after."""
         if not self.by_id.add(job.id, job):
             return False
+        self.data_bytes += JOB_BYTES + len(job.body or b"")
+        if self.data_bytes > self.refresh_at:
+            self.server.memory.refresh()
         if schedule:
             self.update_awake(job)
         return True
@@ -155,6 +163,7 @@ class Jobs:
         """Forget a job entirely: queue, timers, index."""
         if self.by_id.pop(job.id) is None:
             return
+        self.data_bytes -= JOB_BYTES + len(job.body or b"")
         if job.state == QUEUED:
             self.server.queues.dequeue_job(job)
         self._unschedule(job)
@@ -284,6 +293,7 @@ class Jobs:
 
     def flush(self) -> None:
         self.by_id.clear()
+        self.data_bytes = 0
         self.buckets.clear()
         self.bucket_heap.clear()
         for job in self.unplaced:

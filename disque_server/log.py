@@ -11,13 +11,28 @@ LEVELS = {"debug": 0, "verbose": 1, "notice": 2, "warning": 3}
 _MARKS = ".-*#"
 
 
+# syslog priorities of the levels, as Redis maps them.
+_SYSLOG_PRIORITIES = (7, 6, 5, 4)   # LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING
+
+
 class Log:
-    def __init__(self, level: str = "notice", path: str = "") -> None:
+    """``syslog``: (ident, facility name) to copy every line to syslog too
+    (syslog-enabled), or None."""
+
+    def __init__(self, level: str = "notice", path: str = "",
+                 syslog: tuple[str, str] | None = None) -> None:
         self.level = LEVELS[level]
         self.path = path
         self.stream: TextIO = sys.stdout
         if path:
             self.stream = open(path, "a", buffering=1)
+        self.syslog = None
+        if syslog is not None:
+            import syslog as syslog_module  # POSIX only: imported when enabled
+            ident, facility = syslog
+            syslog_module.openlog(ident, syslog_module.LOG_PID | syslog_module.LOG_NDELAY,
+                                  getattr(syslog_module, f"LOG_{facility.upper()}"))
+            self.syslog = syslog_module
 
     def set_level(self, level: str) -> None:
         self.level = LEVELS[level]
@@ -35,6 +50,8 @@ class Log:
             self.stream.flush()
         except (OSError, ValueError):
             pass   # a full disk or a closed stdout must not take the node down
+        if self.syslog is not None:
+            self.syslog.syslog(_SYSLOG_PRIORITIES[level], msg)
 
     def debug(self, msg: str, *args: object) -> None:
         self.write(0, msg, *args)

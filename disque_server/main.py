@@ -118,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     if config["pidfile"]:
         write_pidfile(config["pidfile"])
     try:
-        log = Log(config["loglevel"], config["logfile"])
+        log = Log(config["loglevel"], config["logfile"],
+                  (config["syslog-ident"], config["syslog-facility"])
+                  if config["syslog-enabled"] else None)
     except OSError as exc:
         print(f"Can't open the log file: {exc}", file=sys.stderr)
         return 1

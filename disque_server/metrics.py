@@ -135,7 +135,7 @@ class NodeCollector:
         yield CounterMetricFamily("disque_connections_received",
                                   "Client connections accepted", value=s.stats.connections_received)
         yield CounterMetricFamily("disque_commands_processed", "Commands run",
-                                  value=s.stats.commands_processed)
+                                  value=s.count_commands())
         calls = CounterMetricFamily("disque_command_calls", "Calls, by command",
                                     labels=["command"])
         seconds = CounterMetricFamily("disque_command_duration_seconds",

@@ -23,6 +23,7 @@ from disque_server.job import (
     QUEUED,
     Job,
 )
+from disque_server.memory import QUEUE_BYTES
 
 if TYPE_CHECKING:
     from disque_server.client import Client
@@ -126,6 +127,7 @@ class Queues:
         # the queue (commands/getjob.py), and a queue drained (cluster: federation).
         self.serve_blocked: Callable[[Client, Queue], None] = _unwired
         self.on_drained: Callable[[Queue], None] = _unwired
+        self.data_bytes = 0      # what the queues cost (used_memory), their jobs apart
 
     # ---- low level --------------------------------------------------------
     def lookup(self, name: bytes) -> Queue | None:
@@ -136,10 +138,12 @@ class Queues:
         if q is None:
             q = self.by_name[name] = Queue(name)
             self.scan_index.add(q)
+            self.data_bytes += QUEUE_BYTES + len(name)
         return q
 
     def destroy(self, q: Queue) -> None:
         del self.by_name[q.name]
+        self.data_bytes -= QUEUE_BYTES + len(q.name)
         self.scan_index.remove(q)
         self.ready.pop(q, None)
         self.with_clients.pop(q, None)

@@ -27,13 +27,15 @@ from disque_server.client import Client
 from disque_server.cluster import Cluster
 from disque_server.collector import Collector
 from disque_server.commands import Command, build_table, getjob
-from disque_server.config import Config
+from disque_server.config import Config, ConfigError
 from disque_server.job import CtimeClock, Job
 from disque_server.jobs import Jobs
 from disque_server.log import Log
 from disque_server.memory import FULL, Memory
+from disque_server.output_limits import OutputLimits
 from disque_server.queue import Queues
 from disque_server.resp import LEAVING_ERROR
+from disque_server.watchdog import Watchdog
 
 SLOWLOG_MAX_ARGS = 32
 SLOWLOG_MAX_ARGLEN = 128
@@ -75,6 +77,11 @@ class Stats:
         return (t1[index] - t0[index]) / dt if dt > 0 else 0.0
 
 
+def slowlog_threshold_s(threshold_us: int) -> float:
+    """slowlog-log-slower-than in seconds, as dispatch compares it (negative: never)."""
+    return threshold_us / 1e6 if threshold_us >= 0 else float("inf")
+
+
 class Server:
     """One Disque node."""
 
@@ -103,7 +110,7 @@ class Server:
         self.slowlog: deque = deque(maxlen=config["slowlog-max-len"])
         self.slowlog_next_id = 0
         # Read by every command: kept here, not looked up in the config each time.
-        self.slowlog_threshold_us: int = config["slowlog-log-slower-than"]
+        self.slowlog_threshold_s = slowlog_threshold_s(config["slowlog-log-slower-than"])
         self.servers: list[asyncio.AbstractServer] = []
         self.shutdown_event = asyncio.Event()
         self.exit_code = 0
@@ -114,6 +121,9 @@ class Server:
         self.collector = Collector()
         self.latency: dict[str, tuple[int, int, int]] = {}  # event -> (time, last, worst)
         self.aof = AOF(self)
+        self.watchdog = Watchdog()
+        self.output_limits = OutputLimits()
+        self.unix_server: asyncio.AbstractServer | None = None
         config.listeners.append(self.on_config_change)
 
     # ---- life cycle ------------------------------------------------------------
@@ -125,6 +135,8 @@ class Server:
         await self.cluster.start_bus(hosts)
         if self.config["metrics-port"]:
             await metrics.start(self, hosts)
+        if self.config["unixsocket"]:   # before the port: once PING answers, it is there too
+            await self.listen_unix(self.config["unixsocket"], int(self.config["unixsocketperm"], 8))
         await self.listen(hosts, self.config["port"])
         if self.config["tls-port"]:
             await self.listen(hosts, self.config["tls-port"], tls.server_context(self.config))
@@ -150,6 +162,28 @@ class Server:
                     continue
                 raise
             self.servers.append(srv)
+
+    async def listen_unix(self, path: str, perm: int) -> None:
+        """unixsocket: as Disque, a stale file is removed first, and unixsocketperm
+        (octal, 0: the umask decides) is applied to the socket file."""
+        try:
+            if os.path.exists(path) and not os.path.isdir(path):
+                os.unlink(path)
+            self.unix_server = await self.loop.create_unix_server(
+                lambda: Client(self), path, backlog=self.config["tcp-backlog"])
+            if perm:
+                os.chmod(path, perm)
+        except OSError as exc:
+            raise ConfigError(f"Opening Unix socket {path}: {exc.strerror or exc}") from None
+        self.servers.append(self.unix_server)
+        self.log.notice("The server is now ready to accept connections at %s", path)
+
+    def remove_unix_socket(self) -> None:
+        if self.unix_server is not None:
+            try:
+                os.unlink(self.config["unixsocket"])
+            except OSError:
+                pass
 
     def load_data(self) -> None:
         """Load the AOF (with appendonly, or once for a controlled restart), then open it."""
@@ -203,6 +237,8 @@ class Server:
         self.log.warning("User requested shutdown...")
         for srv in self.servers:
             srv.close()
+        self.remove_unix_socket()
+        self.watchdog.stop()
         for client in list(self.clients):
             client.flush()
             client.kill()
@@ -234,8 +270,7 @@ class Server:
                     return
                 client.reply_error(f"ERR unknown command '{name.decode(errors='replace')}'")
                 return
-        argc = len(argv)
-        if (cmd.arity > 0 and argc != cmd.arity) or argc < -cmd.arity:
+        if not cmd.min_argc <= len(argv) <= cmd.max_argc:
             client.reply_error(f"ERR wrong number of arguments for '{cmd.name}' command")
             return
         if not client.authenticated and not cmd.noauth:
@@ -250,7 +285,7 @@ class Server:
             return
         if self.monitors:
             self.feed_monitors(client, argv)
-        client.last_cmd = cmd.name_bytes
+        client.last_cmd = cmd
         t0 = perf_counter()
         try:
             cmd.handler(client, argv)
@@ -258,12 +293,14 @@ class Server:
             self.log.warning("Error in command %s: %s\n%s", cmd.name, exc, traceback.format_exc())
             client.reply_error(f"ERR internal error while running '{cmd.name}': {exc}")
         elapsed = perf_counter() - t0
-        cmd.calls += 1
+        cmd.calls += 1             # (total_commands_processed is their sum)
         cmd.usec += elapsed
-        self.stats.commands_processed += 1
-        threshold = self.slowlog_threshold_us
-        if threshold >= 0 and elapsed * 1e6 >= threshold:
+        if elapsed >= self.slowlog_threshold_s:
             self.slowlog_add(argv, elapsed)
+
+    def count_commands(self) -> int:
+        """total_commands_processed: every command run, counted by command."""
+        return sum(cmd.calls for cmd in self.command_list)
 
     def feed_monitors(self, client: Client, argv: list[bytes]) -> None:
         now = time.time()
@@ -296,9 +333,13 @@ class Server:
             self.clock_s = time.time()
             now = int(self.clock_s * 1000)
             self.jobs.process_due(now)
+            self.memory.refresh()
+            self.output_limits.enforce(self)
+            self.watchdog.tick(self.config["watchdog-period"], self.config["hz"], self.log.stream)
             self.cluster.cron(now)
             self.collector.cron()
             self.aof.cron()
+            self.stats.commands_processed = self.count_commands()
             self.stats.sample()
             if now // 1000 != self._last_second:
                 self._last_second = now // 1000
@@ -309,7 +350,8 @@ class Server:
             self.schedule_cron()
 
     def once_per_second(self) -> None:
-        self.memory.refresh()
+        self.memory.sample_buffers()
+        self.memory.evict_if_needed()
         self.queues.evict_idle(self.config["queue-max-idle-time"])
         timeout = self.config["timeout"]
         if timeout:
@@ -343,11 +385,14 @@ class Server:
 
     def on_config_change(self, name: str, value: object) -> None:
         if name == "slowlog-log-slower-than":
-            self.slowlog_threshold_us = int(value)  # type: ignore[call-overload]
+            self.slowlog_threshold_s = slowlog_threshold_s(int(value))  # type: ignore[call-overload]
         elif name == "loglevel":
             self.log.set_level(str(value))
         elif name == "maxmemory":
             self.memory.refresh()
+            self.memory.evict_if_needed()
+        elif name == "watchdog-period":   # armed now, not at the next tick
+            self.watchdog.tick(int(value), self.config["hz"], self.log.stream)  # type: ignore[call-overload]
         elif name == "appendonly":
             if value:
                 self.aof.enable()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Protocol
 
 from rich.markup import escape
@@ -25,6 +26,8 @@ from textual.widgets import Footer, Input, Label, TabbedContent, TabPane
 
 from disque_tui.confirm import ConfirmScreen
 from disque_tui.help_screen import HelpScreen
+from disque_tui.incident import summary
+from disque_tui.incident_view import IncidentView
 from disque_tui.nodes_view import NodesView
 from disque_tui.queue_detail import QueueDetailScreen
 from disque_tui.queues_view import QueuesView
@@ -56,13 +59,14 @@ def status_line(snapshot: ClusterSnapshot | None, seed: str) -> Text:
         return out
     down = len(snapshot.nodes) - snapshot.nodes_up
     out.append(f" {snapshot.seed} │ ")
-    out.append(f"{snapshot.nodes_up}/{len(snapshot.nodes)} nodes up",
-               style="bold red" if down else "bold green")
+    nodes, rest = summary(snapshot).split(" │ ", 1)
+    out.append(nodes, style="bold red" if down else "bold green")
     when = time.strftime("%H:%M:%S", time.localtime(snapshot.taken_at))
     if snapshot.error:
         out.append(f" │ {snapshot.error}", style="bold red")
-    out.append(f" │ {snapshot.total_jobs} jobs │ {len(snapshot.queues)} queues"
-               f" │ {snapshot.total_queued} queued │ poll {snapshot.poll_ms:.0f}ms │ {when}")
+    # Job copies: registered_jobs counts a job once per node holding it; queued
+    # jobs are unique (a job is queued on one node at a time).
+    out.append(f" │ {rest} │ poll {snapshot.poll_ms:.0f}ms │ {when}")
     return out
 
 
@@ -77,7 +81,7 @@ class DisqueTUI(App):
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("1", "show_tab('nodes')", "Nodes"),
+        Binding("1", "show_tab('overview')", "Overview"),
         Binding("2", "show_tab('queues')", "Queues"),
         Binding("r", "refresh", "Refresh"),
         Binding("l", "toggle_leaving", "Leaving"),
@@ -91,10 +95,12 @@ class DisqueTUI(App):
     class SnapshotReady(Message):
         """The source has a new snapshot (posted from the poller thread)."""
 
-    def __init__(self, source: SnapshotSource, seed: str = "", **kwargs) -> None:
+    def __init__(self, source: SnapshotSource, seed: str = "",
+                 screenshot_dir: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.source = source
         self.seed = seed
+        self.screenshot_dir = screenshot_dir
         self.snapshot: ClusterSnapshot | None = None
         self._latest: ClusterSnapshot | None = None
         self._latest_lock = threading.Lock()
@@ -104,9 +110,9 @@ class DisqueTUI(App):
     # ---- layout ------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Label(status_line(None, self.seed), id="status")
-        with TabbedContent(initial="nodes"):
-            with TabPane("Nodes [1]", id="nodes"):
-                yield NodesView(id="nodes-view")
+        with TabbedContent(initial="overview"):
+            with TabPane("Overview [1]", id="overview"):
+                yield IncidentView(id="incident-view")
             with TabPane("Queues [2]", id="queues"):
                 yield QueuesView(id="queues-view")
         yield Footer()
@@ -131,6 +137,10 @@ class DisqueTUI(App):
     @property
     def nodes_view(self) -> NodesView:
         return self.main_screen.query_one(NodesView)
+
+    @property
+    def incident_view(self) -> IncidentView:
+        return self.main_screen.query_one(IncidentView)
 
     @property
     def queues_view(self) -> QueuesView:
@@ -179,7 +189,7 @@ class DisqueTUI(App):
         if self.active_tab == "queues":
             self.queues_view.show(self.snapshot)
         else:
-            self.nodes_view.show(self.snapshot)
+            self.incident_view.show(self.snapshot)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self._render_active()
@@ -191,8 +201,10 @@ class DisqueTUI(App):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         on_main = len(self.screen_stack) == 1
         if action == "toggle_leaving":
-            return on_main and self.active_tab == "nodes"
-        if action in ("pause_queue", "filter", "sort", "reverse_sort"):
+            return on_main and self.active_tab == "overview"
+        if action == "pause_queue":
+            return on_main
+        if action in ("filter", "sort", "reverse_sort"):
             return on_main and self.active_tab == "queues"
         if action in ("show_tab", "refresh"):
             return on_main
@@ -225,11 +237,15 @@ class DisqueTUI(App):
     def on_queues_view_open_queue(self, message: QueuesView.OpenQueue) -> None:
         self.open_queue(message.name)
 
+    def on_incident_view_open_queue(self, message: IncidentView.OpenQueue) -> None:
+        self.open_queue(message.name)
+
     def open_queue(self, name: str) -> None:
         self.push_screen(QueueDetailScreen(name))
 
     def action_pause_queue(self) -> None:
-        queue = self.queues_view.selected_queue()
+        queue = (self.queues_view.selected_queue() if self.active_tab == "queues"
+                 else self.incident_view.selected_queue())
         if queue is None:
             self.notify("no queue selected", severity="warning")
             return
@@ -284,10 +300,28 @@ class DisqueTUI(App):
         self.notify(f"node {node_id[:8]} marked {'leaving' if leaving else 'not leaving'}")
         self.source.refresh_now()
 
+    # ---- screenshots ----------------------------------------------------------------
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's Screenshot: an SVG in --screenshot-dir (default: the current
+        directory), saved at once; the notice says where, or why not."""
+        directory = Path(path or self.screenshot_dir or ".").expanduser()
+        try:
+            saved = self.save_screenshot(filename, str(directory), time_format)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            self.notify(f"Screenshot not saved in {directory.resolve()}: {reason}",
+                        title="Screenshot", severity="error", timeout=10)
+            return None
+        self.notify(f"Screenshot saved to {Path(saved).resolve()}", title="Screenshot",
+                    timeout=10)
+        return saved
+
     # ---- command palette ----------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Nodes", "Show the nodes panel", lambda: self.action_show_tab("nodes"))
+        yield SystemCommand("Overview", "Show the problems, the nodes and the queues that "
+                            "matter", lambda: self.action_show_tab("overview"))
         yield SystemCommand("Queues", "Show the queues panel",
                             lambda: self.action_show_tab("queues"))
         yield SystemCommand("Refresh", "Poll every node now", self.action_refresh)

@@ -12,16 +12,18 @@ from textual.widgets import Static
 
 KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     ("Everywhere", [
-        ("1 / 2", "nodes / queues panel"),
-        ("tab", "next widget"),
+        ("1 / 2", "overview / all the queues"),
+        ("tab", "next widget (nodes, queues that matter, ...)"),
         ("r", "poll now"),
-        ("ctrl+p", "command palette"),
+        ("ctrl+p", "command palette (Screenshot saves an SVG)"),
         ("?", "this help"),
         ("q, ctrl+c", "quit"),
     ]),
-    ("Nodes", [
-        ("↑ ↓", "select a node (details and jobs trend below)"),
+    ("Overview", [
+        ("↑ ↓", "select a node (its details below the table)"),
         ("l", "mark the node leaving / not leaving (CLUSTER LEAVING)"),
+        ("enter", "in the queues that matter: open the queue"),
+        ("p", "in the queues that matter: pause or resume the queue"),
     ]),
     ("Queues", [
         ("enter", "open the queue: oldest and newest jobs on each node"),

@@ -1,17 +1,20 @@
-"""`disque-tui [-h host] [-p port] [-a password] [--tls ...] [--interval 1.0]`.
+"""`disque-tui [-h host] [-p port] [-a password] [--tls ...] [--interval 1.0] [--once]`.
 
 Parses the command line (like redis-cli, `-h` is the host; `--help` is
 help; the TLS options are `disque`'s), checks that a Disque node answers at
 host:port before any screen is drawn (one line on stderr and exit status 1
-when not), then runs the app on a `PollerThread`.
+when not), then runs the app on a `PollerThread`, or, with --once or without
+a terminal, prints the overview once as plain text.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import re
 import sys
+from typing import TYPE_CHECKING
 
 import redis
 from redis.backoff import NoBackoff
@@ -20,6 +23,10 @@ from redis.retry import Retry
 
 from disque_cli.options import OPTIONS, TLS_DESTS
 from disque_common.tls import TLS, TLSError, closed_hint, handshake_failure
+
+if TYPE_CHECKING:
+    from disque_tui.poller import Poller
+    from disque_tui.snapshot import ClusterSnapshot
 
 PROG = "disque-tui"
 
@@ -41,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds before a node is shown down (default 2 x interval, min 1)")
     parser.add_argument("--scan-count", type=int, default=500,
                         help="QSCAN COUNT per page (default 500)")
+    parser.add_argument("--once", action="store_true",
+                        help="print the overview (problems, nodes, queues that matter) once "
+                             "as plain text and exit, like top -b -n 1 (the default when "
+                             "standard output is not a terminal)")
+    parser.add_argument("--screenshot-dir", metavar="DIR", default=None,
+                        help="where the palette's Screenshot saves its SVG (default: the "
+                             "current directory)")
     return parser
 
 
@@ -116,6 +130,26 @@ def probe(host: str, port: int, password: str | None, timeout: float,
     return None
 
 
+def print_once(poller: Poller) -> int:
+    """`--once`: two polls one interval apart (rates need two), the overview printed
+    as plain text; exit status 1 when it names an error (a node down or failing, jobs
+    stranded), as a check would; warnings (leaving, not draining) leave it 0."""
+    from disque_tui.incident import incident_text, problems
+
+    async def two_polls() -> ClusterSnapshot:
+        try:
+            await poller.poll_cycle()
+            await asyncio.sleep(poller.interval)
+            return await poller.poll_cycle()
+        finally:
+            await poller.close()
+
+    snapshot = asyncio.run(two_polls())
+    sys.stdout.write(incident_text(snapshot))
+    sys.stdout.flush()
+    return 1 if any(p.severity == "error" for p in problems(snapshot)) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -129,12 +163,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: cannot connect to {args.host}:{args.port}: {problem}", file=sys.stderr)
         return 1
 
-    from disque_tui.app import DisqueTUI
     from disque_tui.poller import Poller, PollerThread
 
     poller = Poller(args.host, args.port, args.password, interval=args.interval,
                     timeout=timeout, scan_count=args.scan_count, tls=tls)
-    app = DisqueTUI(PollerThread(poller), seed=f"{args.host}:{args.port}")
+    if args.once or not sys.stdout.isatty():
+        # Without a terminal a full-screen app would write escape codes forever.
+        return print_once(poller)
+    from disque_tui.app import DisqueTUI
+
+    app = DisqueTUI(PollerThread(poller), seed=f"{args.host}:{args.port}",
+                    screenshot_dir=args.screenshot_dir)
     try:
         app.run()
     except KeyboardInterrupt:

@@ -1,5 +1,6 @@
-"""The nodes panel: one row per node of the cluster, and the selected node in
-detail (full ID, errors, jobs sparkline, drain progress when leaving).
+"""The nodes table of the first screen: one row per node of the cluster, and
+the selected node in detail (full ID, errors, drain progress when leaving).
+A node down keeps its last figures, greyed: they are as of its last poll.
 
 Rendered from a `ClusterSnapshot` only; the "mark leaving" action lives in
 the app, which asks this panel which node is selected.
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Label, Sparkline, Static
+from textual.containers import Vertical
+from textual.widgets import Static
 
 from disque_tui import format as fmt
 from disque_tui.snapshot import ClusterSnapshot, NodeSnapshot
@@ -50,24 +51,33 @@ def drain_text(node: NodeSnapshot) -> Text:
     return Text(f"{d.jobs_left} left {fmt.rate(d.rate)}/s ETA {eta}", style="bold yellow")
 
 
+# The figures of a node down are its last known ones: greyed, never drawn as live.
+STALE_STYLE = "dim italic"
+
+
 def node_row(node: NodeSnapshot) -> list[str | Text]:
     down = node.status != "up"
     row_style = "red" if node.status == "down" else "yellow" if node.status == "slow" else ""
     if node.leaving and not down:
         row_style = "bold yellow"
+    figure_style = STALE_STYLE if node.status == "down" else row_style
 
-    def cell(value: str) -> str | Text:
-        return Text(value, style=row_style) if row_style else value
+    def cell(value: str, style: str = row_style) -> str | Text:
+        return Text(value, style=style) if style else value
+
+    def figure(value: str) -> str | Text:
+        return cell(value, figure_style)
 
     priority = fmt.number(node.priority)
     return [
         Text.assemble(("● ", STATUS_STYLE[node.status]), (node.short_id, row_style)),
         cell(node.address), status_text(node),
         Text(priority, style="bold red" if (node.priority or 0) >= 10 else row_style),
-        flags_text(node), cell(fmt.number(node.jobs)), cell(fmt.number(node.queues)),
-        cell(fmt.number(node.clients)), cell(fmt.number(node.blocked)),
-        cell(fmt.human_bytes(node.memory)), cell(fmt.number(node.ops_per_sec)),
-        Text(fmt.spark(node.jobs_history, 12), style="cyan"), drain_text(node),
+        flags_text(node), figure(fmt.number(node.jobs)), figure(fmt.number(node.queues)),
+        figure(fmt.number(node.clients)), figure(fmt.number(node.blocked)),
+        figure(fmt.human_bytes(node.memory)), figure(fmt.number(node.ops_per_sec)),
+        Text(fmt.spark(node.jobs_history, 12),
+             style="dim cyan" if node.status == "down" else "cyan"), drain_text(node),
     ]
 
 
@@ -91,6 +101,8 @@ def node_detail(node: NodeSnapshot) -> Text:
             out.append(f" · {node.error}", style="red")
     out.append(f" · priority {fmt.number(node.priority)}")
     out.append(f" · flags {','.join(node.flags) or 'none'}\n")
+    if node.status == "down" and node.last_seen_ago is not None:
+        out.append(f"as of {fmt.duration(node.last_seen_ago)} ago: ", style=STALE_STYLE)
     out.append(f"jobs {fmt.number(node.jobs)} · queues {fmt.number(node.queues)}"
                f" · clients {fmt.number(node.clients)} ({fmt.number(node.blocked)} blocked)"
                f" · memory {fmt.human_bytes(node.memory)} · {fmt.number(node.ops_per_sec)} ops/s")
@@ -106,10 +118,9 @@ def node_detail(node: NodeSnapshot) -> Text:
 
 class NodesView(Vertical):
     DEFAULT_CSS = """
-    NodesView #node-detail { height: auto; max-height: 5; padding: 0 1; }
-    NodesView #node-graph { height: 1; padding: 0 1; }
-    NodesView #node-graph Label { width: 12; }
-    NodesView #node-graph Sparkline { width: 1fr; }
+    NodesView { height: auto; }
+    NodesView #nodes-table { height: auto; max-height: 16; }
+    NodesView #node-detail { height: auto; max-height: 4; padding: 0 1; }
     """
 
     def __init__(self, **kwargs) -> None:
@@ -119,9 +130,6 @@ class NodesView(Vertical):
     def compose(self) -> ComposeResult:
         yield SnapshotTable(id="nodes-table")
         yield Static(id="node-detail")
-        with Horizontal(id="node-graph"):
-            yield Label("jobs trend")
-            yield Sparkline([], id="node-jobs-spark")
 
     def on_mount(self) -> None:
         self.query_one(SnapshotTable).set_columns(COLUMNS)
@@ -147,13 +155,10 @@ class NodesView(Vertical):
     def _show_detail(self) -> None:
         node = self.selected_node()
         detail = self.query_one("#node-detail", Static)
-        spark = self.query_one("#node-jobs-spark", Sparkline)
         if node is None:
             detail.update("no node selected")
-            spark.data = []
             return
         detail.update(node_detail(node))
-        spark.data = [float(j) for j in node.jobs_history]
 
     def on_snapshot_table_row_highlighted(self, event: SnapshotTable.RowHighlighted) -> None:
         event.stop()

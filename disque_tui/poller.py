@@ -60,7 +60,8 @@ def describe_error(exc: BaseException) -> str:
     if tls_failure is not None:
         return tls_failure
     text = str(exc).strip() or type(exc).__name__
-    if "Connection refused" in text:
+    # asyncio words a refused connection "Connect call failed" (errno 111)
+    if "Connection refused" in text or "Connect call failed" in text:
         return "connection refused"
     return text.splitlines()[0][:120]
 
@@ -219,6 +220,16 @@ class Poller:
             await self._drop_client(node)
             return
         now = time.monotonic()
+        if report.hello.myid != node.id:
+            # Polled by address, checked by ID: another node (a fresh one, replacing
+            # a dead node on its port) is not this one. This ID stays down, with
+            # its last figures; the node now there is polled as a node of its own.
+            node.fail(f"{node.host}:{node.port} now answers as node "
+                      f"{report.hello.myid[:8]} (replaced?)")
+            await self._drop_client(node)
+            if report.hello.myid not in self.nodes:
+                self._add_node(report.hello.myid, node.host, node.port)
+            return
         node.record(report, now, now - start)
 
     async def poll_cycle(self) -> ClusterSnapshot:
@@ -276,7 +287,7 @@ class Poller:
         ordered = sorted(self.nodes.values(), key=lambda n: (n.host, n.port, n.order))
         reporters = [n for n in ordered if n.up]
         nodes = tuple(self._node_snapshot(n, reporters, now) for n in ordered)
-        queues = self._merge_queues(ordered)
+        queues = self._merge_queues(ordered, now)
         return ClusterSnapshot(taken_at=time.time(), seed=f"{self.host}:{self.port}",
                                nodes=nodes, queues=queues, cycle=self.cycle, poll_ms=poll_ms,
                                rate_history=tuple(self.rate_history))
@@ -324,22 +335,33 @@ class Poller:
             last_seen_ago=(now - node.last_ok) if node.last_ok is not None else None,
             latency_ms=node.latency_ms, jobs=jobs, queues=num("registered_queues"),
             clients=num("connected_clients"), blocked=num("blocked_clients"),
-            memory=num("used_memory"), ops_per_sec=num("instantaneous_ops_per_sec"),
+            # A rate is never shown for a node not answering: it would read as current.
+            memory=num("used_memory"),
+            ops_per_sec=num("instantaneous_ops_per_sec") if status != "down" else None,
             version=info.get("disque_version", ""),
             jobs_history=tuple(j for _, j in node.jobs_history),
             ops_history=tuple(node.ops_history), drain=drain)
 
-    def _merge_queues(self, ordered: list[NodeState]) -> tuple[QueueSnapshot, ...]:
+    def _merge_queues(self, ordered: list[NodeState], now: float
+                      ) -> tuple[QueueSnapshot, ...]:
+        """Queues merged across nodes. A node down keeps its last known queues, as
+        stale (with their age, no rates, no blocked clients): their jobs are
+        stranded there, and must not vanish from the picture."""
         per_queue: dict[str, list[QueueOnNode]] = {}
+        wall = time.time()
         for node in ordered:
-            if node.report is None or not node.up:
+            if node.report is None:
                 continue
-            rates, node_id = node.rates, node.id
+            stale = None if node.up else now - (node.last_ok or now)
+            rates, node_id, oldest = node.rates, node.id, node.report.oldest
             for name, q in node.report.queues.items():
-                in_rate, out_rate = rates.get(name, NO_RATES)
-                on = QueueOnNode(node_id, q.length, q.age, q.idle, q.blocked, q.import_from,
-                                 q.import_rate, q.jobs_in, q.jobs_out, q.pause, in_rate,
-                                 out_rate)
+                in_rate, out_rate = rates.get(name, NO_RATES) if stale is None else NO_RATES
+                ctime = oldest.get(name)
+                age = max(0.0, wall - ctime / 1e9) if ctime else None
+                on = QueueOnNode(node_id, q.length, q.age, q.idle,
+                                 q.blocked if stale is None else 0, q.import_from,
+                                 q.import_rate if stale is None else 0, q.jobs_in, q.jobs_out,
+                                 q.pause, in_rate, out_rate, age, stale)
                 same = per_queue.get(name)
                 if same is None:
                     per_queue[name] = [on]

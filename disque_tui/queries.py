@@ -9,7 +9,7 @@ tested without sockets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import redis.asyncio as aredis
@@ -207,6 +207,12 @@ class NodeReport:
     info: dict[str, str]
     cluster_nodes: list[ClusterNodeLine]
     queues: dict[str, QueueStat]
+    oldest: dict[str, int] = field(default_factory=dict)  # queue -> ctime of its oldest job
+
+
+# The oldest job's age is asked for the longest queues of a node only (two more
+# pipelined round trips: QPEEK then SHOW), to bound the cost of a poll.
+OLDEST_QUEUES = 100
 
 
 async def fetch_node(client: aredis.Redis, scan_count: int = 500,
@@ -236,7 +242,36 @@ async def fetch_node(client: aredis.Redis, scan_count: int = 500,
                 stat = parse_qstat(reply)
                 if stat is not None:
                     queues[stat.name] = stat
-    return NodeReport(parse_hello(hello), parse_info(info), parse_cluster_nodes(nodes), queues)
+    longest = sorted((q for q in queues.values() if q.length > 0), key=lambda q: -q.length)
+    oldest = await oldest_jobs(client, [q.name for q in longest[:OLDEST_QUEUES]])
+    return NodeReport(parse_hello(hello), parse_info(info), parse_cluster_nodes(nodes), queues,
+                      oldest)
+
+
+async def oldest_jobs(client: aredis.Redis, names: list[str]) -> dict[str, int]:
+    """The ctime (ns) of the oldest job of each queue: QPEEK queue 1, then SHOW."""
+    if not names:
+        return {}
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.execute_command("QPEEK", name, 1)
+    heads = {}
+    for name, reply in zip(names, await pipe.execute(raise_on_error=False), strict=True):
+        jobs = parse_qpeek(reply) if isinstance(reply, list) else []
+        if jobs:
+            heads[name] = jobs[0][1]
+    if not heads:
+        return {}
+    pipe = client.pipeline(transaction=False)
+    for job_id in heads.values():
+        pipe.execute_command("SHOW", job_id)
+    found = {}
+    for name, reply in zip(heads, await pipe.execute(raise_on_error=False), strict=True):
+        fields = parse_flat(reply) if isinstance(reply, list) else {}
+        ctime = integer(fields.get("ctime"))
+        if ctime:
+            found[name] = ctime
+    return found
 
 
 async def hello(client: aredis.Redis) -> Hello:

@@ -106,7 +106,12 @@ class QueuesView(Vertical):
         cells: list[str | Text] = [q.name, str(q.length)]
         for node in snapshot.nodes:
             on = q.on_node(node.id)
-            cells.append(str(on.length) if on else Text("-", style="dim"))
+            if on is None:
+                cells.append(Text("-", style="dim"))
+            elif on.stale is not None:   # last known, on a node down: stranded
+                cells.append(Text(f"{on.length}?", style="dim italic red"))
+            else:
+                cells.append(str(on.length))
         cells.append(Text(str(q.blocked), style="bold cyan") if q.blocked else "0")
         cells.append(str(q.import_rate))
         cells.append(" ".join(snapshot.short_name(i)[:6] for i in q.import_from) or "-")

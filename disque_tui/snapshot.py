@@ -99,6 +99,9 @@ class QueueOnNode:
     pause: str = "none"
     in_rate: float = 0.0
     out_rate: float = 0.0
+    oldest: float | None = None         # age in seconds of its oldest job, when known
+    stale: float | None = None          # the node is down: seconds since these figures
+                                        # were current (None: live)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +117,33 @@ class QueueSnapshot:
     in_rate: float = 0.0
     out_rate: float = 0.0
     pause: str = "none"                 # none | in | out | all | mixed
+    oldest: float | None = None         # age of the oldest job on any node, seconds
 
     def on_node(self, node_id: str) -> QueueOnNode | None:
         for q in self.per_node:
             if q.node_id == node_id:
                 return q
         return None
+
+    @property
+    def stranded(self) -> int:
+        """Jobs last seen queued on nodes that are now down: nobody can get them."""
+        return sum(q.length for q in self.per_node if q.stale is not None)
+
+    @property
+    def stale_age(self) -> float | None:
+        """How old the oldest stale figure of this queue is (None: all live)."""
+        ages = [q.stale for q in self.per_node if q.stale is not None]
+        return max(ages) if ages else None
+
+    @property
+    def live_length(self) -> int:
+        return self.length - self.stranded
+
+    @property
+    def not_draining(self) -> bool:
+        """Jobs come in and none go out: nothing consumes it."""
+        return self.live_length > 0 and self.in_rate > 0 and self.out_rate == 0
 
 
 def merge_pause(states: Iterable[str]) -> str:
@@ -134,7 +158,8 @@ def merge_queue(name: str, per_node: Sequence[QueueOnNode]) -> QueueSnapshot:
     if len(per_node) == 1:  # the common case, kept cheap: a thousand queues per cycle
         q = per_node[0]
         return QueueSnapshot(name, q.length, (q,), q.blocked, q.import_rate, q.import_from,
-                             q.in_rate, q.out_rate, q.pause)
+                             q.in_rate, q.out_rate, q.pause, q.oldest)
+    ages = [q.oldest for q in per_node if q.oldest is not None]
     imports: dict[str, None] = {}
     for q in per_node:
         imports.update(dict.fromkeys(q.import_from))
@@ -143,7 +168,7 @@ def merge_queue(name: str, per_node: Sequence[QueueOnNode]) -> QueueSnapshot:
         blocked=sum(q.blocked for q in per_node),
         import_rate=sum(q.import_rate for q in per_node), import_from=tuple(imports),
         in_rate=sum(q.in_rate for q in per_node), out_rate=sum(q.out_rate for q in per_node),
-        pause=merge_pause(q.pause for q in per_node))
+        pause=merge_pause(q.pause for q in per_node), oldest=max(ages) if ages else None)
 
 
 def counter_rate(previous: int | None, current: int, seconds: float) -> float:
@@ -214,11 +239,20 @@ class ClusterSnapshot:
 
     @property
     def total_jobs(self) -> int:
+        """Jobs held by the nodes up, replica copies included (registered_jobs): a job
+        replicated on three nodes counts three times."""
         return sum(n.jobs or 0 for n in self.nodes if n.up)
 
     @property
     def total_queued(self) -> int:
-        return sum(q.length for q in self.queues)
+        """Jobs waiting in a queue on a node up. A job is queued on one node at a
+        time (its copies elsewhere wait, unqueued), so this counts unique jobs."""
+        return sum(q.live_length for q in self.queues)
+
+    @property
+    def total_stranded(self) -> int:
+        """Jobs last seen queued on nodes now down."""
+        return sum(q.stranded for q in self.queues)
 
     def short_name(self, node_id: str) -> str:
         """How a node is named in compact places: its 8-char ID prefix, or the

@@ -162,6 +162,13 @@ class Node:
         self.terminate()
         return self.start()
 
+    def replaced(self, workdir: Path) -> Node:
+        """Kill this node and start a fresh one (empty dir: a new ID) on its port,
+        as an operator replacing a dead machine would. The caller stops it."""
+        self.kill()
+        return Node(workdir, port=self.port, config=self.config,
+                    args=self.extra_args).start()
+
     # ---- talking to it ---------------------------------------------------
     def client(self, **kwargs: Any) -> redis.Redis:
         """A redis-py client speaking RESP2 (raw replies, bytes)."""

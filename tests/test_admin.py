@@ -4,6 +4,7 @@ HELLO, MONITOR, LATENCY, SHUTDOWN and signals."""
 from __future__ import annotations
 
 import fnmatch
+import platform
 import re
 import time
 
@@ -93,6 +94,11 @@ def test_info_server_fields(node: Node, raw: Conn) -> None:
     assert re.fullmatch(r"[0-9a-f]{40}", server["run_id"])
     assert server["hz"] == "10"
     assert server["config_file"] == ""
+    # What is true: no GCC built this node (0.0.0, as Redis says then); the
+    # build ID names the interpreter.
+    assert server["gcc_version"] == "0.0.0"
+    assert server["disque_build_id"] == (f"{platform.python_implementation().lower()}-"
+                                         f"{platform.python_version()}")
     assert int(server["uptime_in_seconds"]) >= 0
 
 

@@ -65,3 +65,29 @@ def test_nack_requeues_at_once_and_counts_everywhere(cluster3):
     assert got[3:] == [b"nacks", 1, b"additional-deliveries", 0]
     wait_for(lambda: show(b, jid)[b"nacks"] == 1 and show(c, jid)[b"nacks"] == 1, 5,
              message="NACK counted by the other owners")
+
+
+def test_replicas_of_a_delayed_job_wait_delay_plus_retry(cluster3):
+    a = cluster3[0]
+    jid = a.call("ADDJOB", "dq", "body", "0", "DELAY", "5", "RETRY", "60", "REPLICATE", "3")
+    assert 4000 < show(a, jid)[b"next-requeue-within"] <= 5000
+    for replica in cluster3[1:]:
+        fields = show(replica, jid)
+        assert fields[b"state"] == b"active"
+        # As Disque: DELAY + RETRY (+ jitter) from the REPLJOB, not the origin's queue time.
+        assert 64_000 < fields[b"next-requeue-within"] <= 65_600, fields
+        # It wakes 500 ms before, to send WILLQUEUE (its owners' copies are news to it).
+        assert fields[b"next-awake-within"] <= fields[b"next-requeue-within"] - 400
+        assert fields[b"additional-deliveries"] == 0 and fields[b"nacks"] == 0
+
+
+def test_only_the_origin_queues_a_delayed_job_when_the_delay_ends(start_cluster):
+    cluster = start_cluster(4)
+    origin = cluster[1]
+    jid = origin.call("ADDJOB", "dq", "body", "0", "DELAY", "1", "RETRY", "60")
+    wait_for(lambda: origin.call("QLEN", "dq") == 1, 3, message="the delayed job queued")
+    assert sum(n.call("QLEN", "dq") for n in cluster) == 1
+    assert show(origin, jid)[b"additional-deliveries"] == 0
+    for replica in (n for n in cluster if n is not origin and n.call("SHOW", jid)):
+        assert show(replica, jid)[b"state"] == b"active"
+        assert show(replica, jid)[b"next-requeue-within"] > 55_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis
 from conformance import Conn
-from nodes import Node, wait_for
+from nodes import Node, as_dict, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -94,3 +94,69 @@ def test_non_growing_commands_work_over_maxmemory(raw: Conn) -> None:
     assert raw.call("DELJOB", jid2) == (":", 1)
     assert raw.call("INFO", "memory")[0] == "$"
     assert raw.call("CONFIG", "GET", "maxmemory") == ("*", [("$", "maxmemory"), ("$", "1")])
+
+
+# ---- maxmemory in a cluster: used_memory is the data ---------------------------------------
+
+def holders_of(cluster, jid: bytes) -> list[bytes]:
+    """The state of the job on every node that has it."""
+    return [as_dict(show)[b"state"] for n in cluster if (show := n.call("SHOW", jid))]
+
+
+def test_empty_node_uses_little_and_rss_apart(node: Node) -> None:
+    mem = node.info("memory")
+    assert mem["used_memory"] < 100_000 < mem["used_memory_rss"]
+
+
+def test_used_memory_shrinks_when_jobs_go(node: Node) -> None:
+    before = node.info("memory")["used_memory"]
+    ids = [node.call("ADDJOB", "q", "x" * 1000, "0") for _ in range(100)]
+    grown = node.info("memory")["used_memory"]
+    assert grown - before >= 100 * 1000
+    node.call("DELJOB", *ids)
+    assert node.info("memory")["used_memory"] <= before + 10_000
+
+
+def test_maxmemory_3mb_replicates_externally_then_refuses(start_cluster) -> None:
+    cluster = start_cluster(3)
+    first = cluster[0]
+    assert first.call("CONFIG", "SET", "maxmemory", "3mb") == b"OK"
+    body = "x" * 200
+    external: dict[int, bytes] = {}
+    with first.client() as c:
+        for i in range(20_000):
+            repl = 1 + i % 2
+            jid = c.execute_command("ADDJOB", "q", body, "5000", "REPLICATE", str(repl))
+            if c.execute_command("SHOW", jid) is None:
+                assert sum(s in (b"queued", b"active") for s in holders_of(cluster, jid)) >= repl
+                external[repl] = jid
+                if len(external) == 2:
+                    break
+    assert len(external) == 2, "node 0 never replicated externally under maxmemory 3mb"
+    assert first.info("memory")["used_memory"] < 3 * 1024 * 1024
+
+    # No room anywhere: every node at 100%. The replies are -OOM or -NOREPL, never a crash.
+    for node in cluster:
+        assert node.call("CONFIG", "SET", "maxmemory", "1mb") == b"OK"
+    with first.client() as c:
+        for repl in (1, 2, 3) * 3:
+            with pytest.raises(redis.ResponseError) as err:
+                c.execute_command("ADDJOB", "q", body, "200", "REPLICATE", str(repl))
+            assert isinstance(err.value, redis.exceptions.OutOfMemoryError) \
+                or str(err.value).startswith("NOREPL"), err.value
+    assert first.is_running() and first.call("PING")
+
+
+def test_used_memory_follows_the_real_cost_of_jobs(node: Node) -> None:
+    """The counters against the process' growth: 30,000 jobs, 2 KB bodies, 10 queues."""
+    before = node.info("memory")
+    with node.client() as c:
+        for start in range(0, 30_000, 1000):
+            with c.pipeline(transaction=False) as p:
+                for i in range(start, start + 1000):
+                    p.execute_command("ADDJOB", f"q{i % 10}", b"%06d" % i + b"x" * 2000, "0")
+                p.execute()
+    after = node.info("memory")
+    counted = after["used_memory"] - before["used_memory"]
+    real = after["used_memory_rss"] - before["used_memory_rss"]
+    assert 0.8 < counted / real < 1.25, (counted, real)

@@ -50,6 +50,7 @@ def new_node_id() -> bytes:
 # ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) --------
 _HEX_DIGITS = frozenset(b"0123456789abcdef")
 FAILING = frozenset((PFAIL, FAIL))
+NOT_CANDIDATE = frozenset((PFAIL, FAIL, HANDSHAKE, LEAVING))
 
 
 def valid_node_id(node_id: bytes) -> bool:
@@ -93,6 +94,9 @@ class Cluster:
         self.server = server
         self.config_path = os.path.join(server.config["dir"], server.config["cluster-config-file"])
         self.nodes: dict[bytes, ClusterNode] = {}
+        # replication_candidates, made again when stale (membership or flags changed)
+        self.candidates: list[ClusterNode] = []
+        self.candidates_stale = True
         self.leaving = False
         self.myself = ClusterNode(b"", "", server.config["port"])
         self.myself.flags.add(MYSELF)
@@ -303,13 +307,20 @@ class Cluster:
                 return
         now = now_ms()
         node.last_seen = now
-        if node.flags & FAILING:
-            node.flags -= FAILING
-            self.server.log.notice("Node %s is reachable again", sender_id[:8].decode())
-        if sender_flags == b"leaving":
-            node.flags.add(LEAVING)
-        else:
-            node.flags.discard(LEAVING)
+        if node.link is None:
+            self.connect(node)    # it is up: our replies need our link to it now
+        flags = node.flags
+        if flags:                  # (most messages come from a node with none)
+            if PFAIL in flags or FAIL in flags:
+                flags -= FAILING
+                self.candidates_stale = True
+                self.server.log.notice("Node %s is reachable again", sender_id[:8].decode())
+            if sender_flags != b"leaving" and LEAVING in flags:
+                flags.discard(LEAVING)
+                self.candidates_stale = True
+        if sender_flags == b"leaving" and LEAVING not in flags:
+            flags.add(LEAVING)
+            self.candidates_stale = True
         handler = HANDLERS.get(mtype)
         if handler is not None:
             self.received_by_type[mtype] += 1
@@ -329,6 +340,7 @@ class Cluster:
             del self.nodes[node.id]
             node.id = sender_id
             node.flags.discard(HANDSHAKE)
+            self.candidates_stale = True
             self.nodes[sender_id] = node
             self.server.log.notice("Handshake with node %s completed", sender_id[:8].decode())
             self.save_config()
@@ -360,9 +372,15 @@ class Cluster:
 
     # ---- membership: MEET PING PONG FAIL and gossip -----------------------------------
     def meet(self, ip: str, port: int) -> str | None:
-        """CLUSTER MEET: start a handshake; the peer's real ID arrives with its PONG."""
+        """CLUSTER MEET: start a handshake; the peer's real ID arrives with its PONG.
+
+        An address held by a live node, or by a handshake under way, is met
+        already. One held by a failing node is met again: that node may be gone
+        for good, replaced by a new node (a new ID) on the same port, which only
+        a handshake finds (as in Redis, the old ID stays until it is forgotten)."""
         for node in self.nodes.values():
-            if node.ip == ip and node.port == port and node is not self.myself:
+            if node.ip == ip and node.port == port and node is not self.myself \
+                    and not node.flags & FAILING:
                 return None
         node = ClusterNode(b"h" + new_node_id()[1:], ip, port)
         node.flags.add(HANDSHAKE)
@@ -452,6 +470,7 @@ class Cluster:
                 continue
             if now - node.last_seen > timeout and not node.flags & {PFAIL, FAIL}:
                 node.flags.add(PFAIL)
+                self.candidates_stale = True
                 self.server.log.notice("Node %s is possibly failing (PFAIL)", node.id[:8].decode())
             if PFAIL in node.flags and FAIL not in node.flags:
                 self.check_fail(node, now, timeout)
@@ -464,6 +483,7 @@ class Cluster:
         if reports + 1 >= self.size // 2 + 1:
             node.flags.discard(PFAIL)
             node.flags.add(FAIL)
+            self.candidates_stale = True
             self.server.log.notice("Marking node %s as failing (quorum reached)", node.id[:8].decode())
             self.broadcast(b"FAIL", [node.id])
 
@@ -485,6 +505,7 @@ class Cluster:
 
     def membership_changed(self) -> None:
         self._size = sum(1 for n in self.nodes.values() if HANDSHAKE not in n.flags)
+        self.candidates_stale = True
 
     def reachable_nodes(self) -> list[ClusterNode]:
         """Other nodes we can currently talk to."""
@@ -492,8 +513,23 @@ class Cluster:
                 if n is not self.myself and n.link is not None and not n.failing
                 and HANDSHAKE not in n.flags]
 
+    def replication_candidates(self) -> list[ClusterNode]:
+        """Disque's "reachable nodes": every other node not flagged PFAIL, FAIL,
+        HANDSHAKE or leaving, linked or not. A node restarted with its nodes.conf
+        counts its peers at once; ADDJOB then waits, within its timeout, for
+        the links (replication only sends to linked nodes).
+
+        Kept, as Disque's reachable_nodes array, and made again only when a node
+        comes or goes or one of those flags changes (``candidates_stale``): an
+        ADDJOB reads it, it does not build it. Do not modify the list."""
+        if self.candidates_stale:
+            self.candidates_stale = False
+            self.candidates = [n for n in self.nodes.values()
+                               if n is not self.myself and not n.flags & NOT_CANDIDATE]
+        return self.candidates
+
     def replication_candidates_count(self) -> int:
-        return sum(1 for n in self.reachable_nodes() if LEAVING not in n.flags)
+        return len(self.replication_candidates())
 
     @property
     def reachable_count(self) -> int:
@@ -640,6 +676,7 @@ def on_fail(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[by
     if failing is not None and failing is not cluster.myself and not failing.flags & {FAIL}:
         failing.flags.discard(PFAIL)
         failing.flags.add(FAIL)
+        cluster.candidates_stale = True
 
 
 HANDLERS: dict[bytes, Handler] = {

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from disque_server.blocking import BlockedAddJob
 from disque_server.clock import now_ms
-from disque_server.cluster.node import LEAVING
 from disque_server.commands.addjob import activate_job, start_job
 from disque_server.job import (
     ACTIVE,
@@ -65,9 +64,12 @@ class Replication:
 
 
 def candidates(cluster: Cluster, exclude: object, count: int) -> list[ClusterNode]:
-    """Up to ``count`` reachable, non-leaving nodes not asked yet, chosen at random."""
-    nodes = [n for n in cluster.reachable_nodes()
-             if LEAVING not in n.flags and n.id not in exclude]  # type: ignore[operator]
+    """Up to ``count`` candidates with a link, not asked yet, chosen at random.
+
+    As Disque's clusterReplicateJob: no link, no REPLJOB; the cron tries one
+    more node every 50 ms, so a link that comes up gets the job then."""
+    nodes = [n for n in cluster.replication_candidates()
+             if n.link is not None and n.id not in exclude]  # type: ignore[operator]
     return random.sample(nodes, count) if len(nodes) > count else nodes
 
 
@@ -173,8 +175,8 @@ def repljob(cluster: Cluster, sender: ClusterNode, fields: list[bytes]) -> None:
         cluster.send_batched(sender, b"GOTJOB", job.id)
         return
     q = server.queues.lookup(job.queue)
-    if (q is not None and q.flags & PAUSED_IN) or server.memory.full or cluster.leaving:
-        return   # no GOTJOB: the origin will try another node
+    if (q is not None and q.flags & PAUSED_IN) or server.memory.level or cluster.leaving:
+        return   # no GOTJOB: the origin will try another node (Disque: from 75% of maxmemory)
     if q is not None:
         job.queue = q.name
     # A copy here is an owner: its re-queues are news for the others.

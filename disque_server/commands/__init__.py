@@ -34,9 +34,14 @@ class Command:
     denyoom: bool = field(default=False, init=False, repr=False)
     write: bool = field(default=False, init=False, repr=False)
     noauth: bool = field(default=False, init=False, repr=False)
+    # The arity as the range of argument counts dispatch accepts.
+    min_argc: int = field(default=0, init=False, repr=False)
+    max_argc: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.name_bytes = self.name.encode()
+        self.min_argc = abs(self.arity)
+        self.max_argc = self.arity if self.arity > 0 else 1 << 62
         self.denyoom = "denyoom" in self.flags
         self.write = "write" in self.flags
         self.noauth = "noauth" in self.flags

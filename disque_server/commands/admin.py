@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from disque_server import DISQUE_VERSION, resp
-from disque_server.commands.args import SYNTAX_ERROR, parse_ll
+from disque_server.commands.args import NOT_INTEGER, SYNTAX_ERROR, parse_ll
 from disque_server.config import ConfigError
 from disque_server.resp import RESP2, RESP3, Status, bulk, integer
 
@@ -172,11 +172,12 @@ def client_command(c: Client, argv: list[bytes]) -> None:
 def client_kill(c: Client, args: list[bytes]) -> None:
     if len(args) == 1:   # old form: CLIENT KILL addr
         addr, client_id = args[0].decode(errors="replace"), None
-    elif len(args) == 2 and args[0].lower() in (b"addr", b"id"):
-        addr = args[1].decode(errors="replace") if args[0].lower() == b"addr" else None
-        client_id = parse_ll(args[1]) if args[0].lower() == b"id" else None
-        if addr is None and client_id is None:
-            c.reply_error("ERR client-id should be greater than 0")
+    elif len(args) == 2 and args[0].lower() == b"addr":
+        addr, client_id = args[1].decode(errors="replace"), None
+    elif len(args) == 2 and args[0].lower() == b"id":
+        addr, client_id = None, parse_ll(args[1])
+        if client_id is None:
+            c.reply(NOT_INTEGER)
             return
     else:
         c.reply(SYNTAX_ERROR)
@@ -204,7 +205,7 @@ def slowlog_command(c: Client, argv: list[bytes]) -> None:
         if len(argv) == 3:
             value = parse_ll(argv[2])
             if value is None:
-                c.reply(b"-ERR value is not an integer or out of range\r\n")
+                c.reply(NOT_INTEGER)
                 return
             count = len(server.slowlog) if value < 0 else value
         entries = list(server.slowlog)[:count]

@@ -11,22 +11,57 @@ if TYPE_CHECKING:
 
 SYNTAX_ERROR = b"-ERR syntax error\r\n"
 BADID = b"-BADID Invalid Job ID format.\r\n"
+NOT_INTEGER = b"-ERR value is not an integer or out of range\r\n"
 LLONG_MIN, LLONG_MAX = -(2**63), 2**63 - 1
+ULONG_MAX = 2**64 - 1
+
+
+def _decimal(arg: bytes) -> tuple[bool, int] | None:
+    """Sign and magnitude of an argument as Disque's strtoll/strtoul calls accept it
+    (base 10): the C string ends at the first NUL, a blank first is refused, the whole
+    of it must be read, and an empty one is 0 (no digits, nothing left over). None if
+    not a number."""
+    text = arg.split(b"\0", 1)[0]
+    if not text:
+        return False, 0
+    negative = text[:1] == b"-"
+    digits = text[1:] if text[:1] in b"+-" else text
+    if not digits.isdigit():   # ASCII digits only, for bytes
+        return None
+    digits = digits.lstrip(b"0")
+    if len(digits) > 20:       # past any 64-bit value (and int() of a long string is slow)
+        return None
+    return negative, int(digits or b"0")
 
 
 def parse_ll(arg: bytes) -> int | None:
-    """A strict signed 64-bit integer (no spaces, no '+'), or None."""
-    if len(arg) <= 20 and (arg.isdigit() or (arg[:1] == b"-" and arg[1:].isdigit())):
-        value = int(arg)
-        if LLONG_MIN <= value <= LLONG_MAX:
-            return value
-    return None
+    """A signed 64-bit integer as Disque's getLongLongFromObject reads it (strtoll:
+    '+60', '' and '007' are numbers, ' 5' and '5 ' are not), or None. Every ADDJOB and
+    GETJOB comes here: plain digits short of 19 are always in range, so they go first."""
+    if len(arg) <= 18 and arg.isdigit():
+        return int(arg)
+    number = _decimal(arg)
+    if number is None:
+        return None
+    value = -number[1] if number[0] else number[1]
+    return value if LLONG_MIN <= value <= LLONG_MAX else None
+
+
+def parse_scan_cursor(arg: bytes) -> int | None:
+    """A QSCAN/JSCAN cursor as Disque's parseScanCursorOrReply reads it (strtoul:
+    unsigned 64-bit, and '-N' wraps round to 2**64 - N), or None."""
+    if len(arg) <= 19 and arg.isdigit():
+        return int(arg)
+    number = _decimal(arg)
+    if number is None or number[1] > ULONG_MAX:
+        return None
+    return -number[1] % 2**64 if number[0] else number[1]
 
 
 def parse_ll_or_reply(c: Client, arg: bytes) -> int | None:
     value = parse_ll(arg)
     if value is None:
-        c.reply(b"-ERR value is not an integer or out of range\r\n")
+        c.reply(NOT_INTEGER)
     return value
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disque_server import resp
+from disque_server.commands.args import parse_ll
 from disque_server.resp import bulk
 
 if TYPE_CHECKING:
@@ -24,10 +25,15 @@ def cluster_command(c: Client, argv: list[bytes]) -> None:
 
 def cluster_meet(c: Client, argv: list[bytes]) -> None:
     ip, port_arg = argv[2].decode(errors="replace"), argv[3]
-    if not port_arg.isdigit() or len(port_arg) > 5 or not 0 < int(port_arg) < 65536:
+    port = parse_ll(port_arg)   # getLongLongFromObject, as Disque
+    if port is None:
         c.reply_error(f"ERR Invalid TCP port specified: {port_arg.decode(errors='replace')}")
         return
-    error = c.server.cluster.meet(ip, int(port_arg))
+    if not 0 < port <= 65535 - 10000:   # clusterStartHandshake: the bus port must exist too
+        c.reply_error(f"ERR Invalid node address specified: {ip}:"
+                      f"{port_arg.decode(errors='replace')}")
+        return
+    error = c.server.cluster.meet(ip, port)
     if error:
         c.reply_error(error)
     else:

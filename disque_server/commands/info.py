@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from disque_server import DISQUE_VERSION
+from disque_server.memory import rss_bytes
 
 if TYPE_CHECKING:
     from disque_server.client import Client
@@ -36,11 +37,16 @@ def section_server(s: Server) -> list[str]:
         f"disque_version:{DISQUE_VERSION}",
         "disque_git_sha1:00000000",
         "disque_git_dirty:0",
-        f"disque_build_id:python-{sys.version_info.major}.{sys.version_info.minor}",
+        # Disque 1.0-rc1's fields, no more (the recorded replies are replayed field by
+        # field, and INFO parsers see what they know): the interpreter is named in
+        # the build ID, and gcc_version is 0.0.0, as Redis and Disque report it when
+        # no GCC built them.
+        f"disque_build_id:{platform.python_implementation().lower()}-"
+        f"{platform.python_version()}",
         f"os:{uname.system} {uname.release} {uname.machine}",
         f"arch_bits:{64 if sys.maxsize > 2**32 else 32}",
         "multiplexing_api:" + ("epoll" if sys.platform.startswith("linux") else "kqueue"),
-        f"gcc_version:{platform.python_version()}",
+        "gcc_version:0.0.0",
         f"process_id:{os.getpid()}",
         f"run_id:{s.run_id}",
         f"tcp_port:{s.config['port']}",
@@ -49,7 +55,7 @@ def section_server(s: Server) -> list[str]:
         f"hz:{s.config['hz']}",
         f"executable:{os.path.abspath(sys.argv[0])}",
         f"config_file:{s.config.file or ''}",
-    ]
+    ] + ([f"unixsocket:{s.config['unixsocket']}"] if s.config["unixsocket"] else [])
 
 
 def section_clients(s: Server) -> list[str]:
@@ -64,14 +70,16 @@ def section_clients(s: Server) -> list[str]:
 
 def section_memory(s: Server) -> list[str]:
     m = s.memory
+    m.sample_buffers()
     m.refresh()
+    rss = rss_bytes()
     return [
         f"used_memory:{m.used}",
         f"used_memory_human:{human_bytes(m.used)}",
-        f"used_memory_rss:{m.used}",
+        f"used_memory_rss:{rss}",
         f"used_memory_peak:{m.peak}",
         f"used_memory_peak_human:{human_bytes(m.peak)}",
-        "mem_fragmentation_ratio:1.00",
+        f"mem_fragmentation_ratio:{rss / max(m.used, 1):.2f}",
         "mem_allocator:pymalloc",
     ]
 
@@ -92,7 +100,7 @@ def section_stats(s: Server) -> list[str]:
     st = s.stats
     return [
         f"total_connections_received:{st.connections_received}",
-        f"total_commands_processed:{st.commands_processed}",
+        f"total_commands_processed:{s.count_commands()}",
         f"instantaneous_ops_per_sec:{int(st.rate(1))}",
         f"total_net_input_bytes:{st.net_input_bytes}",
         f"total_net_output_bytes:{st.net_output_bytes}",

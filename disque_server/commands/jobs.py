@@ -29,6 +29,9 @@ def ackjob_command(c: Client, argv: list[bytes]) -> None:
         return
     server = c.server
     cluster = server.cluster
+    if cluster.size == 1:
+        ackjob_alone(c, argv)
+        return
     known = 0
     collecting: list[Job] = []
     for jid in argv[1:]:
@@ -45,6 +48,20 @@ def ackjob_command(c: Client, argv: list[bytes]) -> None:
         server.acks.reply_after_gc(c, collecting, integer(known))
     else:
         c.reply(integer(known))
+
+
+def ackjob_alone(c: Client, argv: list[bytes]) -> None:
+    """ACKJOB on a node with no peers: nobody else has a copy, so an acknowledged
+    job is deleted at once (what the GC of an ACK comes to with no other owner)."""
+    jobs = c.server.jobs
+    known = 0
+    for jid in argv[1:]:
+        job = jobs.lookup(jid)
+        if job is not None:
+            if job.state != ACKED:
+                known += 1
+            jobs.unregister(job)
+    c.reply(integer(known))
 
 
 def create_dummy_ack(c: Client, jid: bytes) -> Job:

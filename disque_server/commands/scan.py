@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms
-from disque_server.commands.args import SYNTAX_ERROR, parse_ll
+from disque_server.commands.args import NOT_INTEGER, SYNTAX_ERROR, parse_ll, parse_scan_cursor
 from disque_server.job import STATE_BY_NAME
 from disque_server.resp import Status
 
@@ -19,8 +19,7 @@ if TYPE_CHECKING:
     from disque_server.client import Client
 
 DEFAULT_COUNT = 100
-INVALID_CURSOR = b"-ERR invalid cursor\r\n"
-NOT_INTEGER = b"-ERR value is not an integer or out of range\r\n"
+INVALID_CURSOR = b"-ERR invalid cursor or option name\r\n"
 
 
 def cursor_argument(c: Client, arg: bytes, cursor: int) -> int | None:
@@ -29,10 +28,10 @@ def cursor_argument(c: Client, arg: bytes, cursor: int) -> int | None:
     if cursor != -1:
         c.reply(SYNTAX_ERROR)
         return None
-    if not (arg.isdigit() and len(arg) <= 20 and int(arg) < 2**64):
+    value = parse_scan_cursor(arg)
+    if value is None:
         c.reply(INVALID_CURSOR)
-        return None
-    return int(arg)
+    return value
 
 
 def qscan_command(c: Client, argv: list[bytes]) -> None:

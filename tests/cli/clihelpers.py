@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 
 import pexpect
@@ -27,3 +28,12 @@ def tty_output(child: pexpect.spawn) -> str:
     child.expect(pexpect.EOF)
     child.close()
     return child.before.replace("\r\n", "\n")
+
+
+def default_sigint() -> None:
+    """preexec_fn of every spawned program: SIGINT back to its default action.
+
+    A test run started in the background by a non-interactive shell (`pytest &`)
+    ignores SIGINT, and ignored signals stay ignored across exec: the Ctrl-C
+    tests would then test nothing but that inheritance."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from clihelpers import CliResult
+from clihelpers import CliResult, default_sigint
 from nodes import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,14 +22,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def cli_env(tmp_path: Path) -> dict[str, str]:
-    """A clean environment: own HOME and history file, no FAKETTY, no password."""
+    """A clean environment: own HOME and history file, no FAKETTY, no password, and
+    prompt_toolkit's own settings left alone (the REPL must cope with a terminal
+    that never answers cursor position requests, as pexpect's does not)."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("FAKETTY", "DISQUECLI_AUTH", "DISQUECLI_HISTFILE")}
+           if k not in ("FAKETTY", "DISQUECLI_AUTH", "DISQUECLI_HISTFILE")
+           and not k.startswith("PROMPT_TOOLKIT_")}
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env.update(PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
                HOME=str(home), DISQUECLI_HISTFILE=str(home / "history"),
-               PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm", COLUMNS="200", LINES="50")
+               TERM="xterm", COLUMNS="200", LINES="50")
     return env
 
 
@@ -69,7 +72,8 @@ def spawn(cli_env: dict[str, str]) -> Iterator[Callable[..., pexpect.spawn]]:
               timeout: float = 10) -> pexpect.spawn:
         child = pexpect.spawn(sys.executable, ["-m", "disque_cli", *args], cwd=str(ROOT),
                               env={**cli_env, **(env or {})}, encoding="utf-8",
-                              codec_errors="replace", timeout=timeout, dimensions=(50, 200))
+                              codec_errors="replace", timeout=timeout, dimensions=(50, 200),
+                              preexec_fn=default_sigint)
         children.append(child)
         return child
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pexpect
 import pytest
+from clihelpers import default_sigint
 from nodes import ClusterOfNodes, Node, free_port
 
 from disque_cli.bench_hist import Histogram, bucket_of, bucket_range
@@ -321,7 +322,7 @@ def test_ctrl_c_gives_partial_results(node: Node, processes: str) -> None:
                              "--duration", "60", "-c", "4", "--processes", processes,
                              "--json", "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
-                            cwd=ROOT)
+                            cwd=ROOT, preexec_fn=default_sigint)
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

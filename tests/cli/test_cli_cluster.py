@@ -186,22 +186,27 @@ def test_info_per_node(start_cluster, run_cli) -> None:
     result = run_cli("--cluster", "info", addr(cluster[2]))
     assert result.returncode == 0, result.err
     lines = result.out.splitlines()
-    assert lines[0].split() == ["id", "address", "jobs", "queues", "clients", "blocked",
-                                "memory", "ops/s", "leaving"]
+    assert lines[0].split() == ["id", "address", "flags", "jobs", "queues", "clients",
+                                "blocked", "memory", "ops/s", "leaving"]
     rows = table_rows(result.out)
-    assert rows[addr(cluster[0])][2:4] == ["4", "1"]
-    assert rows[addr(cluster[1])][2:4] == ["1", "1"]
-    assert rows[addr(cluster[2])][2:4] == ["0", "0"]
+    assert rows[addr(cluster[0])][2:5] == ["-", "4", "1"]
+    assert rows[addr(cluster[1])][2:5] == ["-", "1", "1"]
+    assert rows[addr(cluster[2])][2:5] == ["-", "0", "0"]
     assert all(row[-1] == "no" for row in rows.values())
-    assert all(re.fullmatch(r"[\d.]+[BKMG]", row[6]) for row in rows.values())
+    assert all(re.fullmatch(r"[\d.]+[BKMG]", row[7]) for row in rows.values())
     # -p instead of host:port; JSON for pipelines.
-    data = json.loads(run_cli("-p", str(cluster[0].port), "--json", "--cluster", "info").out)
+    text = run_cli("-p", str(cluster[0].port), "--json", "--cluster", "info").out
+    assert text.startswith('[{"id":"'), "compact separators"
+    data = json.loads(text)
     by_address = {node["address"]: node for node in data}
     assert by_address[addr(cluster[0])]["jobs"] == 4
+    assert all(isinstance(node["memory"], int) and node["memory"] > 1 << 20 for node in data), \
+        "memory in bytes"
     assert by_address[addr(cluster[0])]["id"] == node_id(cluster[0])
     cluster[1].call("CLUSTER", "LEAVING", "yes")
     data = json.loads(run_cli("--json", "--cluster", "info", addr(cluster[0])).out)
-    assert [node["leaving"] for node in data if node["address"] == addr(cluster[1])] == [True]
+    assert [(node["leaving"], node["flags"]) for node in data
+            if node["address"] == addr(cluster[1])] == [(True, "leaving")]
 
 
 def test_info_reports_a_dead_node_and_fails(start_cluster, run_cli) -> None:
@@ -214,6 +219,68 @@ def test_info_reports_a_dead_node_and_fails(start_cluster, run_cli) -> None:
     errors = [line for line in result.out.splitlines() if line.startswith("[ERR]")]
     assert errors == [f"[ERR] {addr(cluster[2])} ({known_id_prefix(cluster, 2)}): "
                       "cannot connect: Connection refused"]
+
+
+def replaced_node(start_cluster, workdir: Path):
+    """Three nodes; the third killed, seen FAIL, replaced by a fresh node (a new ID)
+    on its port and met again: (cluster, old ID, the fresh node)."""
+    cluster = start_cluster(3)
+    old_id = node_id(cluster[2])
+    cluster[2].kill()
+    wait_for(lambda: "fail" in cluster.flags_of(cluster[0], cluster[2]), 15,
+             message="the killed node to be seen FAIL")
+    fresh = cluster[2].replaced(workdir)
+    cluster[0].call("CLUSTER", "MEET", "127.0.0.1", str(fresh.port))
+    new_id = node_id(fresh)
+    for observer in cluster[:2]:
+        wait_for(lambda o=observer: new_id in known_ids(o) and not any(
+            "handshake" in line for line in o.call("CLUSTER", "NODES").decode().splitlines()),
+            15, message="the new node to be known")
+    return cluster, old_id, fresh
+
+
+def test_check_and_info_tell_a_replaced_node_from_its_successor(start_cluster, run_cli,
+                                                                tmp_path) -> None:
+    cluster, old_id, fresh = replaced_node(start_cluster, tmp_path / "fresh")
+    try:
+        new_id = node_id(fresh)
+        check = run_cli("--cluster", "check", addr(cluster[0]))
+        info = run_cli("--cluster", "info", addr(cluster[0]))
+        as_json = json.loads(run_cli("--json", "--cluster", "info", addr(cluster[0])).out)
+        # What check suggests makes the cluster whole again.
+        run_cli("--cluster", "call", addr(cluster[0]), "cluster", "forget", old_id)
+        wait_for(lambda: run_cli("--cluster", "check", addr(cluster[0])).returncode == 0, 15,
+                 message="check to pass once the old ID is forgotten")
+    finally:
+        fresh.terminate()
+    for result in (check, info):
+        no_traceback(result)
+        assert result.returncode == 1, result.out
+    # One row per node ID: the old one down (its address answers as another node),
+    # the new one up; never a duplicate, never "all reachable".
+    lines = check.out.splitlines()
+    row_ids = [line.split()[0] for line in lines
+               if re.match(r"[0-9a-f]{8} ", line) and line.split()[1] == addr(fresh)]
+    assert sorted(row_ids) == sorted([old_id[:8], new_id[:8]]), check.out
+    assert "All 4 nodes are reachable" not in check.out
+    assert not any(line.startswith("[OK] All") and "reachable" in line for line in lines)
+    assert (f"[ERR] {addr(fresh)} ({old_id[:8]}) is unreachable: {addr(fresh)} now answers "
+            f"as node {new_id[:8]} (replaced?)") in lines, check.out
+    assert f"[ERR] {addr(fresh)} ({old_id[:8]}) is flagged FAIL by " in check.out
+    assert re.search(rf"^\[ERR\] {addr(fresh)} is held by 2 node IDs \(\w{{8}}, \w{{8}}\): forget "
+                     rf"the one that is gone with `disque --cluster call {addr(cluster[0])} "
+                     rf"cluster forget {old_id}`$", check.out, re.M), check.out
+    rows = [line.split() for line in info.out.splitlines()
+            if re.match(r"[0-9a-f]{8} ", line)]
+    assert sorted(row[0] for row in rows if row[1] == addr(fresh)) == sorted(
+        [old_id[:8], new_id[:8]]), info.out
+    header = info.out.splitlines()[0].split()
+    assert "flags" in header, info.out
+    flags = {row[0]: row[header.index("flags")] for row in rows}
+    assert "fail" in flags[old_id[:8]] and flags[new_id[:8]] == "-", info.out
+    by_id = {row["id"]: row for row in as_json}
+    assert by_id[old_id]["jobs"] is None and "fail" in by_id[old_id]["flags"]
+    assert by_id[new_id]["jobs"] == 0 and by_id[new_id]["error"] is None
 
 
 def known_id_prefix(cluster, index: int) -> str:
@@ -263,6 +330,16 @@ def is_leaving(node) -> bool:
     return node.call("CLUSTER", "LEAVING") == b"yes"
 
 
+def _lines_until(proc: subprocess.Popen, start: str) -> list[str]:
+    """The lines a running process prints, up to the first that starts with `start`."""
+    lines: list[str] = []
+    while not lines or not lines[-1].startswith(start):
+        line = proc.stdout.readline()
+        assert line, "".join(lines) + f"\n(ended before a line starting {start!r})"
+        lines.append(line)
+    return lines
+
+
 def test_leave_drains_jobs_then_forgets_the_node(start_cluster, cli_env) -> None:
     cluster = start_cluster(3)
     leaving, consumer_node = cluster[0], cluster[1]
@@ -273,9 +350,12 @@ def test_leave_drains_jobs_then_forgets_the_node(start_cluster, cli_env) -> None
     proc = leave_process(cli_env, leaving, "--yes", "--timeout", "30")
     consumer = Consumer(consumer_node, "work", 20)
     try:
-        wait_for(lambda: is_leaving(leaving), 10, message="CLUSTER LEAVING yes")
+        # The consumer starts once the drain is watched, so that progress is seen.
+        seen = _lines_until(proc, "    jobs left: 20/20")
+        assert is_leaving(leaving)
         consumer.start()
         out, err = proc.communicate(timeout=35)
+        out = "".join(seen) + out
     finally:
         consumer.stop.set()
         proc.kill()
@@ -284,8 +364,7 @@ def test_leave_drains_jobs_then_forgets_the_node(start_cluster, cli_env) -> None
     assert leaving.info()["registered_jobs"] == 0
     for other in cluster[1:]:
         assert gone_id not in known_ids(other)
-    assert "Drained: 20 jobs left" in out or "holds no job" in out
-    assert "jobs left: " in out
+    assert "Drained: 20 jobs left" in out, out
     assert f"[OK] {addr(cluster[1])}" in out and f"forgot {gone_id[:8]}" in out
     assert "left the cluster" in out and "Traceback" not in err
 
@@ -364,6 +443,21 @@ def test_leave_can_be_refused(start_cluster, spawn) -> None:
     child.close()
     assert child.exitstatus == 1
     assert not is_leaving(cluster[0])
+
+
+def test_leave_without_a_terminal_refuses_unless_yes(start_cluster, cli_env) -> None:
+    cluster = start_cluster(2)
+    leaving = cluster[1]
+    leaving.call("ADDJOB", "kept", "job", 0, "REPLICATE", 1)
+    proc = leave_process(cli_env, leaving)   # stdin: /dev/null, as from cron or ssh
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 1, out + err
+    assert "Traceback" not in err
+    assert ("[ERR] Standard input is not a terminal, so nobody can confirm: nothing was "
+            "changed. Give --yes to remove the node without asking.") in out
+    assert not is_leaving(leaving)
+    assert node_id(leaving) in known_ids(cluster[0])
+    assert leaving.info()["registered_jobs"] == 1
 
 
 @pytest.mark.timeout(60)

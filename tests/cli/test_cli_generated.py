@@ -41,6 +41,7 @@ def test_bash_completion() -> None:
         "nohang", "timeout", "count", "withcounters", "from"]
     assert bash_complete("disque", "config", "") == ["get", "set", "rewrite", "resetstat"]
     assert bash_complete("disque", "config", "get", "maxmemory-p") == ["maxmemory-policy"]
+    assert bash_complete("disque", "SHUTDOWN", "") == ["REWRITE-AOF"]   # Disque's only option
     assert bash_complete("disque", "-p", "") == []
 
 

@@ -89,8 +89,8 @@ def test_json_objects(cli, node) -> None:
     ids = json.loads(cli("--json", "jscan").out)
     assert ids == ["0", [job_id]]
     info = json.loads(cli("--json", "info").out)
-    assert info["jobs"]["registered_jobs"] == "1"
-    assert info["server"]["tcp_port"] == str(node.port)
+    assert info["jobs"]["registered_jobs"] == 1
+    assert info["server"]["tcp_port"] == node.port
 
 
 def test_json_natural_replies(cli) -> None:
@@ -143,6 +143,21 @@ def test_connection_refused_is_one_line(run_cli) -> None:
         result = run_cli("-p", str(port), *mode)
         assert result.returncode == 1 and "Traceback" not in result.err
         assert result.err.startswith("Could not connect to Disque at")
+
+
+def test_unix_socket_with_s(start_node, run_cli, tmp_path) -> None:
+    path = str(tmp_path / "d.sock")
+    if len(path) > 100:
+        path = f"/tmp/disque-cli-{free_port()}.sock"
+    start_node(config={"unixsocket": path})
+    result = run_cli("-s", path, "addjob", "q", "body", "0")
+    assert result.returncode == 0 and JOB_ID.match(result.out.strip()), result.err
+    result = run_cli("-s", path, "-p", str(free_port()), "qlen", "q")   # -s wins over -p
+    assert (result.returncode, result.out) == (0, "1\n"), result.err
+    missing = str(tmp_path / "none.sock")
+    result = run_cli("-s", missing, "ping")
+    assert result.returncode == 1
+    assert result.err == f"Could not connect to Disque at {missing}: No such file or directory\n"
 
 
 def test_unknown_host(run_cli) -> None:

@@ -62,9 +62,15 @@ def test_json_shapes() -> None:
     assert json.loads(render(hello, options, shape="hello")) == {
         "version": 1, "id": "aa", "nodes": [{"id": "aa", "host": "", "port": 7711,
                                              "priority": 1}]}
-    info = b"# Server\r\ndisque_version:1.0-rc1\r\n\r\n# Jobs\r\nregistered_jobs:5\r\n"
+    info = (b"# Server\r\ndisque_version:1.0-rc1\r\npython_version:3.11\r\nrun_id:0123\r\n"
+            b"\r\n# Jobs\r\nregistered_jobs:5\r\n\r\n# Stats\r\ninstantaneous_input_kbps:0.25\r\n"
+            b"mem_fragmentation_ratio:-1.5\r\nused_memory_human:1.50M\r\n")
     assert json.loads(render(info, options, shape="info")) == {
-        "server": {"disque_version": "1.0-rc1"}, "jobs": {"registered_jobs": "5"}}
+        "server": {"disque_version": "1.0-rc1", "python_version": "3.11", "run_id": "0123"},
+        "jobs": {"registered_jobs": 5},
+        "stats": {"instantaneous_input_kbps": 0.25, "mem_fragmentation_ratio": -1.5,
+                  "used_memory_human": "1.50M"}}
+    assert render(info, options, shape="info").startswith(b'{"server":{"disque_version":')
     assert json.loads(render(ErrorReply(b"ERR x"), options, shape="pairs")) == {"error": "ERR x"}
     jscan = [b"0", [[b"id", Status(b"D-1"), b"body", b"x"]]]
     assert json.loads(render(jscan, options, shape="jscan")) == ["0", [{"id": "D-1",

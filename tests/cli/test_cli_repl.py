@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import time
 from collections.abc import Callable
@@ -89,6 +90,32 @@ def test_prompt_and_typed_replies(repl) -> None:
     session.ask("getjob nohang from nothing", r"\(nil\)\n")
 
 
+@pytest.mark.parametrize("term", ["xterm-256color", "dumb"])
+def test_expect_sees_the_exact_prompt_at_once(spawn, node, term: str) -> None:
+    """As an expect script drives redis-cli: wait for the exact prompt text, send a
+    line, wait for the reply and the next prompt. pexpect never answers cursor
+    position requests: no wait, no warning, a reply per command at once."""
+    prompt = f"127.0.0.1:{node.port}> "
+    started = time.monotonic()
+    child = spawn("-p", str(node.port), env={"TERM": term}, timeout=5)
+    child.logfile_read = transcript = io.StringIO()
+    child.expect_exact(prompt)
+    assert time.monotonic() - started < 4
+    started = time.monotonic()
+    for i in range(20):
+        child.send(f"addjob q{i} body 0\r")
+        child.expect(r"D-[0-9a-f]{8}-\S{24}-05a1")
+        child.expect_exact(prompt)
+    # A second per command when CPR is awaited: 20 s.
+    assert time.monotonic() - started < 8
+    child.send("qlen q7\r")
+    child.expect_exact("1")
+    child.expect_exact(prompt)
+    child.send("quit\r")
+    child.expect(pexpect.EOF)
+    assert "cursor position" not in transcript.getvalue()
+
+
 def test_hints_while_typing(repl) -> None:
     session = repl()
     label = session.label()
@@ -149,12 +176,22 @@ def test_history_across_sessions(repl, cli_env) -> None:
     first = repl()
     first.ask("qlen fromhistory", r"\(integer\) 0")
     first.ask("auth secret", r"\(error\)")
+    first.ask("hello 3 auth default s3cret", r"\(error\)")
+    first.ask("config set requirepass s3cret", r"\nOK\n")
+    first.ask("config set requirepass ''", r"\nOK\n")
+    first.ask("config set cluster-password s3cret", r"\(error\)")
+    first.ask("config set loglevel notice", r"\nOK\n")
     first.send("\x04")  # Ctrl-D
     assert first.exit_status() == 0
-    lines = Path(cli_env["DISQUECLI_HISTFILE"]).read_text().splitlines()
-    assert lines == ["qlen fromhistory"], "AUTH is never written to the history"
+    path = Path(cli_env["DISQUECLI_HISTFILE"])
+    assert path.stat().st_mode & 0o777 == 0o600, "the history is its owner's only"
+    lines = path.read_text().splitlines()
+    assert lines == ["qlen fromhistory", "config set loglevel notice"], \
+        "AUTH, HELLO with AUTH and CONFIG SET of a secret are never written to the history"
     second = repl()
     second.send("\x1b[A")  # Up arrow: the last command of the previous session
+    second.wait_line(f"{second.label()} config set loglevel notice")
+    second.send("\x1b[A")
     second.wait_line(f"{second.label()} qlen fromhistory")
     second.ask("", r"\(integer\) 0")
 
@@ -238,3 +275,15 @@ def test_auth_typed_at_the_prompt_survives_a_reconnection(start_node, spawn) -> 
     session.send("qlen q\r")
     session.wait_text("Error: Server closed the connection")
     session.ask("qlen q", r"\(integer\) 0")
+
+
+@pytest.mark.parametrize(("line", "sensitive"), [
+    ("AUTH pw", True), ("3 auth pw", True), ("hello 3 auth default pw", True),
+    ("HELLO 3 SETNAME me AUTH default pw", True), ("hello 3", False), ("hello", False),
+    ("config set requirepass pw", True), ("CONFIG SET cluster-password pw", True),
+    ("config set loglevel debug requirepass pw", True), ("config set loglevel debug", False),
+    ("config get requirepass", False), ("addjob auth body 0", False),
+])
+def test_lines_with_a_password_are_recognised(line: str, sensitive: bool) -> None:
+    from disque_cli.repl import is_sensitive
+    assert is_sensitive(line) is sensitive

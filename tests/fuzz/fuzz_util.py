@@ -149,7 +149,10 @@ def call(port: int, *args: Any, timeout: float = 10.0) -> Any:
 
 
 def info_field(port: int, section: str, field: str) -> int:
-    text = call(port, "INFO", section).decode()
+    reply = call(port, "INFO", section)
+    if isinstance(reply, hiredis.ReplyError):
+        raise AssertionError(f"INFO {section} answered an error: {reply}")
+    text = reply.decode()
     for line in text.split("\r\n"):
         if line.startswith(field + ":"):
             return int(line.split(":", 1)[1])
@@ -157,8 +160,8 @@ def info_field(port: int, section: str, field: str) -> int:
 
 
 def used_memory(port: int) -> int:
-    """INFO used_memory: the node's RSS."""
-    return info_field(port, "memory", "used_memory")
+    """INFO used_memory_rss: the node's RSS (used_memory counts only its data)."""
+    return info_field(port, "memory", "used_memory_rss")
 
 
 def proc_rss(pid: int) -> int:

@@ -1,12 +1,15 @@
-"""Export the README's screenshots of disque-tui on a live 3-node cluster.
+"""Export screenshots of disque-tui on a live 3-node cluster, to check by eye.
 
-    python tests/tui/make_screenshot.py [OUTDIR]      # default: docs/
+    python tests/tui/make_screenshot.py [OUTDIR]      # default: the current directory
+
+(The README's images, docs/tui.svg and docs/tui-queues.svg, are the snapshot
+tests' SVGs, copied; test_tui_snapshots checks they are the same.)
 
 Starts three throw-away nodes (tests/nodes.py), creates a few queues, keeps
 a producer on one node and a consumer on another running (so federation,
 rates and sparklines have something to show), pauses one queue, runs the
-dashboard headless at 110x30 for a few seconds and saves `tui.svg` (nodes)
-and `tui-queues.svg` (queues).
+dashboard headless at 110x30 for a few seconds and saves `tui.svg` (the
+overview) and `tui-queues.svg` (queues).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ async def shoot(cluster: ClusterOfNodes, outdir: Path) -> None:
 
 
 def main() -> int:
-    outdir = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs"
+    outdir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd()
     outdir.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="tui-shot"))
     cluster = ClusterOfNodes([Node(base / f"n{i}", config={"cluster-node-timeout": "1500"})

@@ -4,6 +4,7 @@ change the cluster (checked with a plain client)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -258,5 +259,85 @@ def test_drill_down_shows_qpeek_and_show(start_cluster) -> None:
             await wait_until(pilot, lambda: len(app.screen_stack) == 1)
             await pilot.press("ctrl+c")
         assert app.return_code == 0
+
+    run(scenario())
+
+
+def test_a_killed_node_keeps_its_queues_as_stranded(start_cluster) -> None:
+    """A queue held only by a node that dies (REPLICATE 1) stays on screen, stale:
+    its 20 jobs are stranded, said in the problem strip, the header and the
+    queues; the node's row keeps its last figures greyed, and no rate."""
+    cluster = start_cluster(3)
+    ids = ids_of(cluster)
+    for i in range(20):
+        cluster[2].call("ADDJOB", "only-there", f"job-{i}", 0, "REPLICATE", 1)
+
+    async def scenario() -> None:
+        app = live_app(cluster[0].port)
+        async with app.run_test(size=(160, 45)) as pilot:
+            nodes, watch = app.nodes_view.table, app.incident_view.watch_table
+            await wait_until(pilot, lambda: cell(watch, "only-there", "total") == "20",
+                             message="the queue on the node about to die")
+            assert cell(nodes, ids[2], "ops") != "-"
+            # the oldest job's age, from its SHOW ctime
+            assert cell(watch, "only-there", "oldest").endswith("s")
+            cluster[2].kill()
+            await wait_until(pilot, lambda: "DOWN" in cell(nodes, ids[2], "status"),
+                             message="killed node down")
+            snapshot = app.snapshot
+            assert snapshot.node(ids[2]).error == "connection refused"
+            assert snapshot.queue("only-there").stranded == 20
+            assert cell(watch, "only-there", "problem") == "20 stranded"
+            assert "down, as of" in cell(watch, "only-there", "where")
+            assert watch.keys[0] == "only-there", "problems first"
+            strip = str(app.incident_view.query_one("#problems", Static).content)
+            assert "20 jobs of queue only-there stranded on down node " + ids[2][:8] in strip
+            assert "20 stranded" in str(app.query_one("#status").content)
+            # last figures kept, greyed; the rate is not current, so not shown
+            assert cell(nodes, ids[2], "jobs") == "20"
+            assert "dim" in cell_style(nodes, ids[2], "jobs")
+            assert cell(nodes, ids[2], "ops") == "-"
+            await pilot.press("2")
+            queues = app.queues_view.table
+            await wait_until(pilot, lambda: "only-there" in row_keys(queues))
+            assert cell(queues, "only-there", "node:" + ids[2]) == "20?"
+
+    run(scenario())
+
+
+def test_a_node_replaced_on_its_port_is_a_new_node(start_cluster, tmp_path) -> None:
+    """Polled by address, checked by ID: a fresh node on a dead node's port is not
+    the dead node. The old ID is down ("now answers as ..."); once met, the new
+    ID is a node of its own; the count of nodes up stays true."""
+    cluster = start_cluster(3)
+    ids = ids_of(cluster)
+
+    async def scenario() -> None:
+        app = live_app(cluster[0].port)
+        async with app.run_test(size=(160, 45)) as pilot:
+            nodes = app.nodes_view.table
+            await wait_until(pilot, lambda: app.snapshot and app.snapshot.nodes_up == 3)
+            fresh = await asyncio.to_thread(cluster[2].replaced, tmp_path / "fresh")
+            try:
+                new_id = fresh.call("CLUSTER", "MYID").decode()
+                await wait_until(pilot, lambda: "now answers as node " + new_id[:8]
+                                 in (app.snapshot.node(ids[2]).error or ""),
+                                 message="the old ID down, its address answering another")
+                assert app.snapshot.node(ids[2]).status == "down"
+                assert app.snapshot.nodes_up == 2
+                # The operator meets the new node once the cluster has failed the old one.
+                await wait_in_thread(pilot, lambda: "fail" in cluster.flags_of(cluster[0],
+                                                                              cluster[2]),
+                                     timeout=15, message="the old ID FAIL in the cluster")
+                await asyncio.to_thread(cluster[0].call, "CLUSTER", "MEET", "127.0.0.1",
+                                        str(fresh.port))
+                await wait_until(pilot, lambda: new_id in row_keys(nodes)
+                                 and app.snapshot.node(new_id).status == "up",
+                                 timeout=20, message="the new node, met, as a node of its own")
+                assert cell(nodes, new_id, "address") == cell(nodes, ids[2], "address")
+                assert "DOWN" in cell(nodes, ids[2], "status")
+                assert app.snapshot.nodes_up == 3 and len(app.snapshot.nodes) == 4
+            finally:
+                await asyncio.to_thread(fresh.terminate)
 
     run(scenario())

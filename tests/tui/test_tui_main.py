@@ -142,3 +142,80 @@ def test_runs_over_tls_in_a_terminal(start_tls_node, certs) -> None:
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
+
+
+# ---- --once, and no terminal ----------------------------------------------------------
+
+def test_once_prints_the_overview_as_plain_text(start_cluster) -> None:
+    """`disque-tui --once` (like `top -b -n 1`): the overview once, plain text, exit
+    0 when nothing is wrong, 1 once a node is down with jobs stranded on it."""
+    cluster = start_cluster(3)
+    cluster[0].call("ADDJOB", "fine", "x", 0)
+    healthy = run_tui("-p", str(cluster[0].port), "--once", "--interval", "0.2")
+    assert healthy.returncode == 0, healthy.stderr
+    assert "\x1b" not in healthy.stdout
+    lines = healthy.stdout.splitlines()
+    assert lines[0].startswith(f"disque-tui 127.0.0.1:{cluster[0].port} │ 3/3 nodes up │ ")
+    assert "No problem: every node up, no queue stranded or stuck." in lines
+    assert sum(line.startswith("  ") and "  up  " in line for line in lines) == 3
+
+    for i in range(5):
+        cluster[2].call("ADDJOB", "stuck", f"job-{i}", 0, "REPLICATE", 1)
+    dead_id = cluster[2].call("CLUSTER", "MYID").decode()
+    cluster[2].kill()
+    # Without a terminal (stdout a pipe) and without --once: the same, never escape codes.
+    failing = run_tui("-p", str(cluster[0].port), "--interval", "0.2")
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "\x1b" not in failing.stdout
+    assert f"  ERR  node {dead_id[:8]} 127.0.0.1:{cluster[2].port} DOWN" in failing.stdout
+    assert "│ 2/3 nodes up │" in failing.stdout.splitlines()[0]
+
+
+# ---- a real terminal ----------------------------------------------------------------------
+
+def test_the_overview_in_a_real_terminal(start_cluster, tmp_path) -> None:
+    """The real program in tmux at 160x45, as an operator would see it: the overview
+    fills the screen (problems, nodes, queues that matter), and follows a node's death."""
+    import shutil
+    import time
+
+    from nodes import wait_for
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (apt-get install tmux)")
+    cluster = start_cluster(3)
+    for i in range(20):
+        cluster[2].call("ADDJOB", "only-there", f"job-{i}", 0, "REPLICATE", 1)
+    socket = str(tmp_path / "tmux.sock")
+    tmux = ["tmux", "-S", socket]
+    command = (f"cd {ROOT} && PYTHONPATH={ROOT} TERM=xterm-256color exec {sys.executable} "
+               f"-m disque_tui -p {cluster[0].port} --interval 0.3")
+    subprocess.run([*tmux, "new-session", "-d", "-x", "160", "-y", "45", command],
+                   check=True, timeout=10, env={**os.environ, "TMUX": ""})
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True,
+                              timeout=10).stdout
+
+    try:
+        wait_for(lambda: "3/3 nodes up" in screen() and "only-there" in screen(), 20,
+                 message="the overview on the terminal")
+        lines = screen().splitlines()
+        assert lines[1].split()[:2] == ["Overview", "[1]"]
+        assert "✔ no problem" in lines[3]
+        assert sum(f"127.0.0.1:{n.port}" in line for n in cluster for line in lines) >= 3
+        assert any(line.split()[:1] == ["only-there"] for line in lines)
+        cluster[2].kill()
+        wait_for(lambda: "20 jobs of queue only-there stranded on down node" in screen(), 20,
+                 message="the stranded jobs named on the terminal")
+        text = screen()
+        assert "2/3 nodes up" in text and "20 stranded" in text
+        used = [line for line in text.splitlines() if line.strip()]
+        assert len(used) >= 12, text
+        subprocess.run([*tmux, "send-keys", "q"], timeout=10)
+        deadline = time.monotonic() + 10
+        while subprocess.run([*tmux, "has-session"], capture_output=True,
+                             timeout=10).returncode == 0:
+            assert time.monotonic() < deadline, "q did not quit:\n" + screen()
+            time.sleep(0.1)
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=10)

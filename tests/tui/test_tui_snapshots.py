@@ -6,9 +6,11 @@ then review the SVGs under __snapshots__/ before committing them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from textual.pilot import Pilot
-from tui_fixtures import FixedSource
+from tui_fixtures import FixedSource, incident_snapshot
 
 from disque_tui.app import DisqueTUI
 from disque_tui.confirm import ConfirmScreen
@@ -32,15 +34,33 @@ async def until(pilot: Pilot, predicate) -> None:
     raise AssertionError("screen not ready")
 
 
-def test_nodes_screen(snap_compare) -> None:
-    """Nodes: a leaving node with drain progress (selected), a down node in red."""
+def test_overview_screen(snap_compare) -> None:
+    """The first screen: problems, nodes (a leaving node with drain progress,
+    selected; a down node in red), the queues that matter."""
     async def select_leaving(pilot: Pilot) -> None:
         await pilot.press("down", "down")
     assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=select_leaving)
 
 
-def test_nodes_screen_80x24(snap_compare) -> None:
+def test_overview_screen_80x24(snap_compare) -> None:
     assert snap_compare(fixed_app(), terminal_size=(80, 24))
+
+
+def test_overview_during_an_incident(snap_compare) -> None:
+    """The README's screen, 160x45: a node killed with jobs on it (its row greyed,
+    its queues kept as stranded), a node replaced on its port by a new ID (two
+    rows), a queue growing with nothing consuming it, a node leaving; the killed
+    node selected."""
+    async def select_killed(pilot: Pilot) -> None:
+        await pilot.press("down", "down", "down")
+    app = DisqueTUI(FixedSource(incident_snapshot()), seed="127.0.0.1:7711")
+    assert snap_compare(app, terminal_size=(160, 45), run_before=select_killed)
+
+
+def test_overview_during_an_incident_80x24(snap_compare) -> None:
+    """Too many problems for a small terminal: the strip says how many more."""
+    app = DisqueTUI(FixedSource(incident_snapshot()), seed="127.0.0.1:7711")
+    assert snap_compare(app, terminal_size=(80, 24))
 
 
 def test_queues_screen_sorted_by_length(snap_compare) -> None:
@@ -128,3 +148,74 @@ def test_command_palette_offers_the_actions() -> None:
         return source.actions
 
     assert asyncio.run(scenario()) == [("pause", "reports", "none", True)]
+
+
+@pytest.mark.parametrize("where", ["current directory", "--screenshot-dir", "missing dir"])
+def test_screenshot_says_where_or_why_not(tmp_path, monkeypatch, where: str) -> None:
+    """The palette's Screenshot saves to the current directory (or --screenshot-dir)
+    and says where; when it cannot, it says why."""
+    import asyncio
+
+    from textual.command import CommandPalette
+    monkeypatch.chdir(tmp_path)
+    directory = {"current directory": None, "--screenshot-dir": str(tmp_path / "shots"),
+                 "missing dir": str(tmp_path / "nowhere")}[where]
+    (tmp_path / "shots").mkdir()
+
+    async def scenario() -> list[str]:
+        app = DisqueTUI(FixedSource(), seed="127.0.0.1:7711", screenshot_dir=directory)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("ctrl+p")
+            await until(pilot, lambda: isinstance(app.screen, CommandPalette))
+            await pilot.press(*"Screenshot")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await until(pilot, lambda: app._notifications)
+            return [str(n.message) for n in app._notifications]
+
+    messages = asyncio.run(scenario())
+    saved = sorted(tmp_path.rglob("*.svg"))
+    if where == "missing dir":
+        assert saved == []
+        assert messages == [f"Screenshot not saved in {tmp_path / 'nowhere'}: "
+                            "No such file or directory"]
+    else:
+        folder = tmp_path if directory is None else tmp_path / "shots"
+        assert [p.parent for p in saved] == [folder]
+        assert messages == [f"Screenshot saved to {saved[0]}"]
+
+
+@pytest.mark.parametrize(("image", "snapshot"), [
+    ("tui.svg", "test_overview_during_an_incident.svg"),
+    ("tui-queues.svg", "test_queues_screen_sorted_by_length.svg")])
+def test_readme_images_are_the_snapshots(image: str, snapshot: str) -> None:
+    """The README shows what the tests check: after --snapshot-update, copy them."""
+    root = Path(__file__).resolve().parents[2]
+    assert (root / "docs" / image).read_bytes() == (
+        Path(__file__).parent / "__snapshots__" / "test_tui_snapshots" / snapshot).read_bytes(), \
+        f"cp tests/tui/__snapshots__/test_tui_snapshots/{snapshot} docs/{image}"
+
+
+def test_a_queue_that_matters_opens_with_enter_and_pauses_with_p() -> None:
+    import asyncio
+
+    async def scenario() -> str:
+        app = DisqueTUI(FixedSource(incident_snapshot()), seed="127.0.0.1:7711")
+        async with app.run_test(size=(160, 45)) as pilot:
+            await until(pilot, lambda: app.incident_view.watch_table.keys)
+            assert app.incident_view.watch_table.keys[:3] == ["reports", "audit", "orders"]
+            await pilot.press("tab")
+            assert app.focused is app.incident_view.watch_table
+            await pilot.press("down", "enter")
+            await until(pilot, lambda: isinstance(app.screen, QueueDetailScreen))
+            name = app.screen.queue
+            await pilot.press("escape")
+            await until(pilot, lambda: len(app.screen_stack) == 1)
+            await pilot.press("p")       # pause the queue under the cursor: audit
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("o")
+            await until(pilot, lambda: app.source.actions)
+            assert app.source.actions == [("pause", "audit", "out", True)]
+            return name
+
+    assert asyncio.run(scenario()) == "audit"

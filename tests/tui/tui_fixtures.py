@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 
 from disque_tui.snapshot import (
     ClusterSnapshot,
@@ -140,3 +141,40 @@ class FixedSource:
     async def set_leaving(self, node_id: str, leaving: bool) -> str:
         self.actions.append(("leaving", node_id, leaving))
         return "OK"
+
+
+# ---- an incident: a node killed with jobs on it, a node replaced, a queue stuck ----------
+
+N5 = "9a4f0e1d6c2b8a7f3e5d1c0b9a8f7e6d5c4b3a21"     # killed, then replaced on 7715 by N6
+N6 = "e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4"
+
+
+def incident_snapshot() -> ClusterSnapshot:
+    """The fixed cluster during an incident: N4 (7714) killed 12 s ago holding 20 jobs
+    of "reports" and 7 of "audit" (REPLICATE 1), N5 replaced on 7715 by a fresh N6,
+    "orders" filling up with nothing consuming it, N3 leaving."""
+    base = fixed_snapshot()
+    n4 = replace(base.nodes[3], flags=("fail",), jobs=27, queues=2, clients=3, blocked=0,
+                 memory=26_214_400, ops_per_sec=None)
+    n5 = NodeSnapshot(N5, "127.0.0.1", 7715, status="down", priority=10, flags=("fail",),
+                      error="127.0.0.1:7715 now answers as node e1f2a3b4 (replaced?)",
+                      last_seen_ago=95.0, jobs=0, queues=0, clients=0, blocked=0,
+                      memory=25_165_824)
+    n6 = NodeSnapshot(N6, "127.0.0.1", 7715, status="up", priority=1, last_seen_ago=0.2,
+                      latency_ms=3.0, jobs=0, queues=0, clients=1, blocked=0,
+                      memory=24_117_248, ops_per_sec=2, version="1.0-rc1",
+                      jobs_history=(0, 0, 0))
+    queues = {q.name: q for q in base.queues}
+    reports = merge_queue("reports", [*queues["reports"].per_node,
+                                      QueueOnNode(N4, length=20, age=900, idle=12,
+                                                  oldest=870.0, stale=12.0)])
+    audit = merge_queue("audit", [QueueOnNode(N4, length=7, age=4000, idle=12,
+                                              oldest=3600.0, stale=12.0)])
+    orders = merge_queue("orders", [
+        QueueOnNode(N1, length=900, age=600, idle=0, jobs_in=900, in_rate=50.0, oldest=590.0),
+        QueueOnNode(N2, length=0, age=600, idle=0, blocked=0)])
+    idle = merge_queue("idle", [QueueOnNode(N2, length=0, age=50, idle=50)])
+    jobs = replace(queues["jobs"], oldest=42.0)
+    return replace(base, nodes=(*base.nodes[:3], n4, n5, n6),
+                   queues=(audit, queues["emails"], idle, jobs, orders, reports),
+                   _queue_index={})

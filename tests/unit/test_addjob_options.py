@@ -119,6 +119,12 @@ def test_any_valid_options_in_any_order_and_case(data: st.DataObject) -> None:
     (("DELAY", "-1"), DELAY),
     (("MAXLEN", "0"), MAXLEN),
     (("TTL", "9223372036854775808"), TTL),      # over a long long
+    (("TTL", " 60"), TTL),                        # strtoll skips a blank, Disque does not
+    (("TTL", "60 "), TTL),
+    (("TTL", "1_0"), TTL),                        # int() takes it and the two above
+    (("TTL", "+"), TTL),                          # a sign with no digits
+    (("TTL", "\u0661"), TTL),                     # a digit, but not an ASCII one
+    (("TTL", "0x10"), TTL),
     (("TTL",), SYNTAX),                           # an option with no value
     (("ASYNC", "TTL"), SYNTAX),
     (("ASYNC", "10"), SYNTAX),                    # ASYNC takes no value
@@ -146,15 +152,15 @@ def test_default_retry_is_a_tenth_of_the_ttl_between_1_s_and_5_min(ttl: int) -> 
     assert opts.retry == default_retry(ttl) == min(max(ttl // 10, 1), DEFAULT_RETRY_MAX)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Disque 1.0-rc1 reads numbers with strtoll (getLongLongFromObject): a leading '+', an "
-    "empty string (0) and leading zeros past 20 characters are numbers to it; parse_ll "
-    "refuses them"))
+# Disque 1.0-rc1 reads these numbers with strtoll (getLongLongFromObject).
 @pytest.mark.parametrize(("options", "field", "value"), [
     (("TTL", "+60"), "ttl", 60),
     (("RETRY", ""), "retry", 0),
     (("DELAY", ""), "delay", 0),
     (("MAXLEN", "0000000000000000000000005"), "maxlen", 5),
+    (("REPLICATE", "+2"), "replicate", 2),
+    (("DELAY", "-0"), "delay", 0),
+    (("RETRY", "5\x00x"), "retry", 5),          # a C string ends at its NUL
 ])
 def test_numbers_as_strtoll_reads_them(options: tuple[str, ...], field: str,
                                        value: int) -> None:

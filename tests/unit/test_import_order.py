@@ -29,10 +29,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("tls",),                            # config's TLS options as SSL contexts
     ("resp",),                           # all encoding, and the request framing
     ("job",),                            # a job, and its fields for the bus and the AOF
+    ("memory",),                         # what jobs and queues cost: used_memory
     ("queue",),
     ("jobs",),                           # the registry and its timers (re-queue: pause flags)
-    ("memory",),
-    ("blocking", "aof", "check_aof", "collector"),
+    ("blocking", "aof", "check_aof", "collector", "output_limits", "watchdog"),
     ("client", "ack", "cluster", "commands", "metrics"),
     ("server",),                         # where everything is built and wired
     ("main",),

@@ -103,14 +103,12 @@ def test_ttl_field_of_a_foreign_id() -> None:
     assert ttl_minutes_from_id(jid % b"zzzz") == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Disque's hexToInt reads a non-hex digit of the TTL field as 0 and keeps the others; "
-    "int(field, 16) gives 0 for the whole field (and accepts '_', blanks, '0x'), so "
-    "ACKJOB in a cluster keeps no dummy ACK for such an ID where Disque keeps one"))
 @pytest.mark.parametrize(("field", "minutes"), [
     (b"00g1", 0x0001),     # Disque: odd, at least once; int(): 0, even
     (b"1f1 ", 0x1F10),
     (b"1_f1", 0x10F1),
+    (b" 0x1", 0x0001),     # no prefix, no blanks: each char is a digit or 0
+    (b"00\x001", 0x0101),  # hexToInt's strchr finds the NUL: 16, ORed into the next digit
 ])
 def test_ttl_field_with_non_hex_digits(field: bytes, minutes: int) -> None:
     jid = b"D-0f1e2d3c-" + b"A" * 24 + b"-" + field
