@@ -1,18 +1,26 @@
 """disque_server: a Disque 1.0-rc1 compatible job queue node, in Python.
 
-Module map (one concept per module, named after Disque's own):
+Module map, bottom to top: a module imports only those below it (and those
+of its own package); what a lower module calls above it is a hook that
+``server`` sets (tests/unit/test_import_order.py holds the order).
 
-- ``main``      command line: ``disque-server [conf] [--directive value ...]``
-- ``config``    directives, config files, CONFIG GET/SET/REWRITE
-- ``server``    the node: listeners, cron, stats, shutdown
-- ``client``    one client connection: RESP parsing, dispatch, replies, blocking
-- ``resp``      RESP2/RESP3 reply encoding
-- ``job``       the Job object, job IDs, states, SHOW rendering
-- ``jobs``      the job registry: lookup, awake timers, the job state machine
-- ``queue``     queues: ordered jobs, blocked clients, pause, stats
+- ``clock``, ``log``, ``config``, ``tls``
+- ``resp``      RESP: replies, bus messages and AOF records; request framing
+- ``job``       the Job object, job IDs, states, SHOW rendering, its fields
 - ``memory``    maxmemory accounting and eviction
-- ``cluster``   this node's view of the cluster (single node for now)
-- ``commands``  one module per command family; ``commands.table`` maps names
+- ``queue``     queues: ordered jobs, blocked clients, pause, stats
+- ``jobs``      the job registry: lookup, awake timers, the job state machine
+- ``blocking``  why a client waits, and what stopping undoes
+- ``aof``       the append-only file (``check_aof``: its checker)
+- ``collector``, ``output_limits``, ``watchdog``: what the cron runs
+- ``client``    one client connection: RESP parsing, dispatch, replies, blocking
+- ``ack``       acknowledgements, ACKJOB replies held for the GC
+- ``cluster``   this node's view of the cluster: bus, replication, re-queue, GC,
+  federation
+- ``commands``  one module per command family; ``commands.build_table``
+- ``metrics``   the Prometheus endpoint
+- ``server``    the node: builds and wires the rest, listeners, cron, stats
+- ``main``      command line: ``disque-server [conf] [--directive value ...]``
 """
 
 DISQUE_VERSION = "1.0-rc1"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from disque_server.client import Blocked
+from disque_server.blocking import BlockedAckJob
 from disque_server.clock import now_ms
 from disque_server.job import ACKED, Job
 
@@ -84,8 +84,7 @@ class Acks:
         wait = AckWait(client, pending, reply)
         for jid in pending:
             self.waits.setdefault(jid, []).append(wait)
-        client.block(Blocked("ackjob", data=wait, on_timeout=lambda: client.reply(reply)),
-                     ACK_SYNC_MAX_MS)
+        client.block(BlockedAckJob(wait), ACK_SYNC_MAX_MS)
 
     def on_job_gone(self, jid: bytes) -> None:
         """A job left this node: wake the ACKJOB replies that waited only for it."""

@@ -26,12 +26,10 @@ from typing import TYPE_CHECKING
 
 import hiredis
 
-from disque_server.client import encoded_length
-from disque_server.cluster.bus import encode_message
-from disque_server.cluster.serialize import FIELDS, job_from_fields, job_to_fields
 from disque_server.job import (
     ACKED,
     ACTIVE,
+    FIELDS,
     FLAG_BCAST_QUEUED,
     FLAG_BCAST_WILLQUEUE,
     FLAG_UNPLACED,
@@ -39,8 +37,10 @@ from disque_server.job import (
     STATE_BY_NAME,
     STATE_NAMES,
     Job,
+    job_from_fields,
+    job_to_fields,
 )
-from disque_server.resp import BYTES_ONLY
+from disque_server.resp import BYTES_ONLY, bulk_array, bulk_array_length
 
 if TYPE_CHECKING:
     from disque_server.server import Server
@@ -53,12 +53,12 @@ class AOFError(Exception):
 
 
 def job_record(job: Job) -> bytes:
-    return encode_message([b"LOADJOB", STATE_NAMES[job.state], b"%d" % (job.flags & ~FLAG_UNPLACED),
+    return bulk_array([b"LOADJOB", STATE_NAMES[job.state], b"%d" % (job.flags & ~FLAG_UNPLACED),
                            *job_to_fields(job)])
 
 
 def deljob_record(job_id: bytes) -> bytes:
-    return encode_message([b"DELJOB", job_id])
+    return bulk_array([b"DELJOB", job_id])
 
 
 INCREMENTAL_FSYNC_BYTES = 32 * 1024 * 1024
@@ -360,7 +360,7 @@ class AOF:
                                        f"at offset {offset}: unknown or malformed "
                                        f"{record[0][:20].decode(errors='replace')} record")
                     loaded += record[0] == b"LOADJOB"
-                    offset += encoded_length(record)
+                    offset += bulk_array_length(record)
         size = os.path.getsize(path)
         if offset < size:
             self.truncated(path, offset, size)

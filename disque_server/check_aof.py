@@ -14,8 +14,7 @@ import sys
 
 import hiredis
 
-from disque_server.client import encoded_length
-from disque_server.resp import BYTES_ONLY
+from disque_server.resp import BYTES_ONLY, bulk_array_length
 
 KNOWN = {b"LOADJOB": 15, b"DELJOB": 2}
 
@@ -37,7 +36,7 @@ def check(path: str) -> tuple[int, int, str]:
         if (type(record) is not list or not record or not BYTES_ONLY.issuperset(map(type, record))
                 or KNOWN.get(record[0].upper()) != len(record)):
             return offset, records, "not a LOADJOB/DELJOB record"
-        offset += encoded_length(record)
+        offset += bulk_array_length(record)
         records += 1
     if offset < len(data):
         return offset, records, "truncated record at the end of the file"

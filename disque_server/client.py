@@ -23,7 +23,6 @@ import re
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import hiredis
@@ -34,6 +33,7 @@ from disque_server.resp import (
     AGGREGATE_TYPES,
     BYTES_ONLY,
     CUT,
+    NESTED,
     RESP2,
     RESP_TYPES,
     STAR,
@@ -41,12 +41,13 @@ from disque_server.resp import (
     Protocol,
     byte_name,
     count_problem,
+    feed_array_inside,
     next_array_header,
 )
 
 if TYPE_CHECKING:
+    from disque_server.blocking import Blocked
     from disque_server.commands import Command
-    from disque_server.queue import Queue
     from disque_server.server import Server
 
 MAX_INLINE = 64 * 1024
@@ -63,29 +64,6 @@ SMALL_READ = 16 * 1024                # its requests' elements are checked by a 
 _join = b"".join
 
 _client_ids = itertools.count(1)
-
-
-def encoded_length(request: list[bytes]) -> int:
-    """Bytes of the canonical RESP encoding of a request."""
-    return len(b"*%d\r\n" % len(request)) + sum(
-        len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in request)
-
-
-class Blocked:
-    """Why a client waits, and how to wake it."""
-
-    __slots__ = ("kind", "queues", "count", "withcounters", "timer", "on_timeout", "data")
-
-    def __init__(self, kind: str, queues: list[bytes] | None = None, count: int = 1,
-                 withcounters: bool = False, on_timeout: Callable[[], None] | None = None,
-                 data: Any = None) -> None:
-        self.kind = kind
-        self.queues = queues or []
-        self.count = count
-        self.withcounters = withcounters
-        self.timer: asyncio.TimerHandle | None = None
-        self.on_timeout = on_timeout
-        self.data = data
 
 
 def set_keepalive(sock: socket.socket, interval: int) -> None:
@@ -368,21 +346,13 @@ class Client(asyncio.Protocol):
                 end = next_array_header(chunk, pos, self.clean)
                 if end == pos:
                     past = pos + 1
-                    if not self.reader.has_data():
-                        # All consumed: an element starts here, or the byte before was
-                        # the type of one, which hiredis takes at once ("+*123"). Fed
-                        # alone (no count line: no allocation), the array type byte is
-                        # kept unconsumed in the second case only.
-                        self.reader.feed(chunk, pos, 1)
+                    fed = feed_array_inside(self.reader, chunk, pos)
+                    if fed == NESTED:
+                        self.protocol_error(f"expected '$', got '{byte_name(chunk[pos])}'")
+                        return False
+                    if fed:
                         self.pending.append(chunk[pos:past])
                         self.pending_len += 1
-                        try:                 # (hiredis reads at gets; nothing completes)
-                            self.reader.gets()
-                        except (hiredis.ProtocolError, ValueError, TypeError):
-                            pass             # (cannot happen: no CRLF was fed)
-                        if not self.reader.has_data():   # requests never nest arrays
-                            self.protocol_error(f"expected '$', got '{byte_name(chunk[pos])}'")
-                            return False
                         self.chunk_pos = pos = past
                     # Payload bytes. Follow the request header by header if that means
                     # walking few requests; else feed on to the next header to look at
@@ -555,7 +525,7 @@ class Client(asyncio.Protocol):
     def reply_value(self, value: Any) -> None:
         self.out.append(self.proto.encode(value))
 
-    # ---- blocking ------------------------------------------------------------------
+    # ---- blocking (what the client waits for: blocking.py) -----------------------------
     def block(self, blocked: Blocked, timeout_ms: int) -> None:
         self.blocked = blocked
         self.server.stats.blocked_clients += 1
@@ -567,10 +537,7 @@ class Client(asyncio.Protocol):
         if blocked is None:
             return
         blocked.timer = None
-        if blocked.on_timeout is not None:
-            blocked.on_timeout()
-        else:
-            self.out.append(self.proto.null_array)
+        blocked.timed_out(self)
         self.unblock()
         self.flush()
 
@@ -582,12 +549,7 @@ class Client(asyncio.Protocol):
         self.server.stats.blocked_clients -= 1
         if blocked.timer is not None:
             blocked.timer.cancel()
-        if blocked.kind == "getjob":
-            self.server.queues.unblock_client(self, blocked.queues)
-        elif blocked.kind == "ackjob":
-            self.server.acks.forget_wait(blocked.data)
-        elif blocked.kind == "refill":
-            blocked.data.waiters.pop(self, None)
+        blocked.release(self)
         if resume and (self.deferred or not self.at_boundary or self.inline_buf
                        or self.chunk_pos < len(self.chunk)):
             self.server.loop.call_soon(self.resume)
@@ -603,22 +565,6 @@ class Client(asyncio.Protocol):
             self.reading_paused = False
             self.transport.resume_reading()
         self.process_input()
-        self.flush()
-
-    def serve_blocked_getjob(self, q: Queue) -> None:
-        """A job arrived in a queue this client waits on: reply with it and unblock.
-
-        As in Disque, a blocked client gets one job, whatever its COUNT, so
-        that jobs arriving together are spread over the waiting clients.
-        """
-        from disque_server.commands.getjob import reply_jobs
-
-        blocked = self.blocked
-        assert blocked is not None
-        job = self.server.queues.fetch_job(q)
-        self.unblock()
-        if job is not None:
-            reply_jobs(self, [job], blocked.withcounters)   # may hold us for a refill
         self.flush()
 
     def info_line(self) -> str:

@@ -8,7 +8,7 @@ queue side of the job state machine: enqueue, dequeue and fetch.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -109,6 +109,10 @@ class Queue:
         }
 
 
+def _unwired(*args: object) -> None:
+    raise RuntimeError("Queues hook called before server.py set it")
+
+
 class Queues:
     """All queues of the node, and the queue half of the job state machine."""
 
@@ -119,6 +123,10 @@ class Queues:
         self.ready: dict[Queue, None] = {}  # queues that got jobs while clients wait
         self.with_clients: dict[Queue, None] = {}   # queues with blocked clients
         self._serve_scheduled = False
+        # Hooks up the stack, set by server.py: serve a blocked GETJOB client a job of
+        # the queue (commands/getjob.py), and a queue drained (cluster: federation).
+        self.serve_blocked: Callable[[Client, Queue], None] = _unwired
+        self.on_drained: Callable[[Queue], None] = _unwired
         self.data_bytes = 0      # what the queues cost (used_memory), their jobs apart
 
     # ---- low level --------------------------------------------------------
@@ -202,9 +210,7 @@ class Queues:
         job = q.jobs.pop(0)
         self.mark_delivered(q, job)
         if not q.jobs and self.server.cluster.size > 1:
-            from disque_server.cluster.federation import on_queue_drained
-
-            on_queue_drained(self.server.cluster, q)
+            self.on_drained(q)
         return job
 
     def mark_delivered(self, q: Queue, job: Job) -> None:
@@ -256,7 +262,7 @@ class Queues:
                     return
                 budget -= 1
                 client = next(iter(q.clients))
-                client.serve_blocked_getjob(q)
+                self.serve_blocked(client, q)
             self.ready.pop(q, None)
 
     # ---- pause ------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """RESP: reply encoding, and the framing of requests as hiredis reads them.
 
+Every byte the node writes in RESP is built here: replies, bus messages and
+AOF records (``bulk_array``).
+
 Hot replies are built from precomputed constants; ``encode`` turns plain
 Python values into RESP for the less frequent, structured replies
 (SHOW, QSTAT, CONFIG GET, HELLO ...). RESP2 and RESP3 differ only in
@@ -18,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import hiredis
+
 CRLF = b"\r\n"
 OK = b"+OK\r\n"
 PONG = b"+PONG\r\n"
@@ -25,6 +30,8 @@ QUEUED = b"+QUEUED\r\n"
 EMPTY_ARRAY = b"*0\r\n"
 ZERO = b":0\r\n"
 ONE = b":1\r\n"
+# GETJOB on a leaving node, and the clients blocked in GETJOB when it starts leaving.
+LEAVING_ERROR = b"-LEAVING This node is leaving the cluster, please connect to a different one\r\n"
 
 _SMALL_INTS = [b":%d\r\n" % i for i in range(1024)]
 _ARRAY_HEADERS = [b"*%d\r\n" % i for i in range(1024)]
@@ -59,6 +66,18 @@ def array_header(n: int) -> bytes:
     if n < 1024:
         return _ARRAY_HEADERS[n]
     return b"*%d\r\n" % n
+
+
+def bulk_array(parts: list[bytes]) -> bytes:
+    """A RESP array of bulk strings: a bus message, an AOF record (hiredis's encoder, in
+    C: 1.2 us for a REPLJOB against 2 us for a Python loop)."""
+    return hiredis.pack_command(tuple(parts))
+
+
+def bulk_array_length(parts: list[bytes]) -> int:
+    """Bytes of ``bulk_array(parts)``: where a request read back from a file ended."""
+    return len(b"*%d\r\n" % len(parts)) + sum(
+        len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in parts)
 
 
 class Protocol:
@@ -321,6 +340,29 @@ def next_array_header(buf: bytes, start: int, small_ok: bool) -> int:
             if match:
                 end = match.start()
     return end
+
+
+NESTED = -1
+
+
+def feed_array_inside(reader: hiredis.Reader, buf: bytes, pos: int) -> int:
+    """An array header at buf[pos] inside a request (or bus message), hiredis having run
+    all that came before it: is it payload bytes, or an array element? Requests and
+    messages are flat, so an element array is refused (NESTED) before hiredis reads its
+    count. Else what was fed is returned: 0 or 1 byte.
+
+    With input left over, hiredis is inside a payload: the header is part of it (nothing
+    fed). All consumed: an element starts here, or the byte before was the type of one,
+    which hiredis takes at once ("+*123"). Fed alone (no count line: no allocation), the
+    array type byte is kept unconsumed in the second case only."""
+    if reader.has_data():
+        return 0
+    reader.feed(buf, pos, 1)
+    try:                                 # (hiredis reads at gets; nothing completes)
+        reader.gets()
+    except (hiredis.ProtocolError, ValueError, TypeError):
+        pass                             # (cannot happen: no CRLF was fed)
+    return 1 if reader.has_data() else NESTED
 
 
 def count_problem(buf: bytes, pos: int, max_count: int) -> str | None:

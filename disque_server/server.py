@@ -22,11 +22,11 @@ from time import perf_counter
 from disque_server import metrics, resp, tls
 from disque_server.ack import Acks
 from disque_server.aof import AOF
+from disque_server.blocking import BlockedGetJob
 from disque_server.client import Client
 from disque_server.cluster import Cluster
 from disque_server.collector import Collector
-from disque_server.commands import Command, build_table
-from disque_server.commands.args import LEAVING_ERROR
+from disque_server.commands import Command, build_table, getjob
 from disque_server.config import Config, ConfigError
 from disque_server.job import CtimeClock, Job
 from disque_server.jobs import Jobs
@@ -34,6 +34,7 @@ from disque_server.log import Log
 from disque_server.memory import FULL, Memory
 from disque_server.output_limits import OutputLimits
 from disque_server.queue import Queues
+from disque_server.resp import LEAVING_ERROR
 from disque_server.watchdog import Watchdog
 
 SLOWLOG_MAX_ARGS = 32
@@ -100,6 +101,10 @@ class Server:
         self.acks = Acks(self)
         self.memory = Memory(self)
         self.cluster = Cluster(self)
+        # What the queues call up the stack: the GETJOB reply to a blocked client, and
+        # the federation when a queue drains.
+        self.queues.serve_blocked = getjob.serve_blocked
+        self.queues.on_drained = self.cluster.queue_drained
         self.commands: dict[bytes, Command] = build_table()
         self.command_list: list[Command] = list(dict.fromkeys(self.commands.values()))
         self.slowlog: deque = deque(maxlen=config["slowlog-max-len"])
@@ -418,7 +423,7 @@ class Server:
     def reject_blocked_getjob_leaving(self) -> None:
         """A node starts leaving: clients blocked in GETJOB must go elsewhere."""
         for client in list(self.clients):
-            if client.blocked and client.blocked.kind == "getjob":
+            if isinstance(client.blocked, BlockedGetJob):
                 client.reply(LEAVING_ERROR)
                 client.unblock()
                 client.flush()

@@ -9,7 +9,7 @@ lives in sibling modules, one per part of the README:
 - ``requeue``      WILLQUEUE QUEUED WORKING: one re-queue, not one per owner
 - ``gc``           SETACK GOTACK DELJOB: acknowledgement garbage collection
 - ``federation``   NEEDJOBS YOURJOBS PAUSE: moving jobs to where consumers are
-- ``bus``          framing and links; ``serialize``: jobs on the wire
+- ``bus``          framing and links (jobs on the wire: ``job.job_to_fields``)
 """
 
 from __future__ import annotations
@@ -26,13 +26,15 @@ from typing import TYPE_CHECKING
 from disque_server import tls
 from disque_server.clock import now_ms
 from disque_server.cluster import federation, gc, replication, requeue
-from disque_server.cluster.bus import BusLink, encode_message
+from disque_server.cluster.bus import BusLink
 from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
 from disque_server.config import Config, atomic_write
+from disque_server.resp import bulk_array
 
 if TYPE_CHECKING:
     from disque_server.client import Client
     from disque_server.job import Job
+    from disque_server.queue import Queue
     from disque_server.server import Server
 
 FORGET_BLACKLIST_MS = 60_000
@@ -266,7 +268,7 @@ class Cluster:
         for node_id in ids:  # type: ignore[attr-defined]
             link = self.link_to(node_id)
             if link is not None:
-                data = data or encode_message(self.header(mtype) + payload)
+                data = data or bulk_array(self.header(mtype) + payload)
                 link.send_encoded(data)
 
     def send_to_id(self, node_id: bytes, mtype: bytes, payload: list[bytes]) -> bool:
@@ -285,7 +287,7 @@ class Cluster:
         data = b""
         for node in self.reachable_nodes():
             if node.link is not None:
-                data = data or encode_message(self.header(mtype) + payload)
+                data = data or bulk_array(self.header(mtype) + payload)
                 node.link.send_encoded(data)
 
     # ---- receiving -----------------------------------------------------------------
@@ -617,6 +619,9 @@ class Cluster:
     def broadcast_working(self, job: Job) -> None:
         requeue.broadcast_working(self, job)
 
+    def broadcast_postpone(self, job: Job, delay_ms: int) -> None:
+        requeue.broadcast_postpone(self, job, delay_ms)
+
     def start_gc(self, job: Job) -> bool:
         return gc.start_gc(self, job)
 
@@ -634,6 +639,9 @@ class Cluster:
 
     def need_jobs(self, queue: bytes) -> None:
         federation.need_jobs(self, queue)
+
+    def queue_drained(self, q: Queue) -> None:
+        federation.on_queue_drained(self, q)
 
     def hold_for_refill(self, client: Client, queue: bytes) -> None:
         federation.hold_for_refill(self, client, queue)

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from disque_server.client import Blocked
+from disque_server.blocking import BlockedRefill
 from disque_server.clock import now_ms, time_error_ms
-from disque_server.cluster.serialize import FIELDS, job_from_fields, job_to_fields
-from disque_server.job import ACTIVE, FLAG_BCAST_WILLQUEUE
+from disque_server.job import ACTIVE, FIELDS, FLAG_BCAST_WILLQUEUE, job_from_fields, job_to_fields
 from disque_server.queue import PAUSED_IN, PAUSED_OUT, Queue
 
 if TYPE_CHECKING:
@@ -95,7 +94,7 @@ def hold_for_refill(cluster: Cluster, client: Client, queue: bytes) -> None:
     if left <= 0:
         return
     refill.waiters[client] = None
-    client.block(Blocked("refill", data=refill, on_timeout=lambda: None), left)
+    client.block(BlockedRefill(refill), left)
 
 
 def refill_answered(cluster: Cluster, queue: bytes, node_id: bytes) -> None:

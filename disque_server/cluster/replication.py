@@ -15,16 +15,18 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from disque_server.client import Blocked
+from disque_server.blocking import BlockedAddJob
 from disque_server.clock import now_ms
-from disque_server.cluster.serialize import FIELDS, job_from_fields, job_to_fields
 from disque_server.commands.addjob import activate_job, start_job
 from disque_server.job import (
     ACTIVE,
+    FIELDS,
     FLAG_BCAST_QUEUED,
     FLAG_BCAST_WILLQUEUE,
     WAIT_REPL,
     Job,
+    job_from_fields,
+    job_to_fields,
 )
 from disque_server.queue import PAUSED_IN
 
@@ -91,7 +93,7 @@ def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: in
         client.reply(b"+%s\r\n" % job.id)
         return
     # No timer of its own: at the ms-timeout the cron replies NOREPL (replication_failed).
-    client.block(Blocked("addjob", data=rep), 0)
+    client.block(BlockedAddJob(rep), 0)
 
 
 def send_repljob(cluster: Cluster, job: Job, node_ids: list[bytes]) -> None:

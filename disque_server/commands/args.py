@@ -12,7 +12,6 @@ if TYPE_CHECKING:
 SYNTAX_ERROR = b"-ERR syntax error\r\n"
 BADID = b"-BADID Invalid Job ID format.\r\n"
 NOT_INTEGER = b"-ERR value is not an integer or out of range\r\n"
-LEAVING_ERROR = b"-LEAVING This node is leaving the cluster, please connect to a different one\r\n"
 LLONG_MIN, LLONG_MAX = -(2**63), 2**63 - 1
 ULONG_MAX = 2**64 - 1
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from disque_server.client import Blocked
+from disque_server.blocking import BlockedGetJob
 from disque_server.commands.args import (
-    LEAVING_ERROR,
     SYNTAX_ERROR,
     parse_ll,
     parse_timeout_or_reply,
 )
 from disque_server.job import Job
-from disque_server.resp import array_header, integer
+from disque_server.resp import LEAVING_ERROR, array_header, integer
 
 if TYPE_CHECKING:
     from disque_server.client import Client
+    from disque_server.queue import Queue
 
 _NACKS = b"$5\r\nnacks\r\n"
 _DELIVERIES = b"$21\r\nadditional-deliveries\r\n"
@@ -88,7 +88,7 @@ def getjob_command(c: Client, argv: list[bytes]) -> None:
         c.reply(LEAVING_ERROR)
         return
     unique = list(dict.fromkeys(names))
-    c.block(Blocked("getjob", unique, count, withcounters), timeout)
+    c.block(BlockedGetJob(unique, count, withcounters), timeout)
     server.queues.block_client(c, unique)
     for name in unique:
         server.cluster.need_jobs(name)
@@ -112,3 +112,19 @@ def fetch_jobs(c: Client, names: list[bytes], count: int) -> list[Job]:
                 return jobs
         if len(jobs) == before:
             return jobs
+
+
+def serve_blocked(c: Client, q: Queue) -> None:
+    """A job arrived in a queue the client waits on: reply with it and unblock
+    (Queues.serve_blocked, set by server.py).
+
+    As in Disque, a blocked client gets one job, whatever its COUNT, so
+    that jobs arriving together are spread over the waiting clients.
+    """
+    blocked = c.blocked
+    assert isinstance(blocked, BlockedGetJob)
+    job = c.server.queues.fetch_job(q)
+    c.unblock()
+    if job is not None:
+        reply_jobs(c, [job], blocked.withcounters)   # may hold us for a refill
+    c.flush()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms, time_error_ms
-from disque_server.cluster import requeue
 from disque_server.commands.args import BADID, parse_ll, validate_job_ids
 from disque_server.job import (
     ACKED,
@@ -185,7 +184,7 @@ def nack_delayed(c: Client, ids: list[bytes], delay_arg: bytes) -> None:
         job.flags |= FLAG_NACK_DELAYED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
         job.qtime = requeue_at
         server.jobs.update_awake(job)
-        requeue.broadcast_postpone(server.cluster, job, delay * 1000)
+        server.cluster.broadcast_postpone(job, delay * 1000)
         nacked += 1
     c.reply(integer(nacked))
 

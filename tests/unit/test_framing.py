@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from disque_server.resp import (
     CUT,
     MAX_HEADER_LINE,
+    NESTED,
     Framing,
     count_problem,
+    feed_array_inside,
     next_array_header,
 )
 
@@ -212,3 +214,30 @@ def test_next_array_header_matches_its_definition(buf: bytes, small_ok: bool,
 ])
 def test_count_problem(buf: bytes, problem: str | None) -> None:
     assert count_problem(buf, 0, MAX_COUNT) == problem
+
+
+# ---- an array header inside a request: payload, or a nested array ---------------------------
+
+@pytest.mark.parametrize(("before", "rest", "fed", "complete"), [
+    # hiredis is inside a payload: the header is payload bytes, nothing is fed.
+    (b"*2\r\n$3\r\nfoo\r\n$10\r\nbar", b"*123456\r\n", 0, [b"foo", b"bar*123456"]),
+    # The type byte of a simple string came before: the header is its text.
+    (b"*2\r\n$3\r\nfoo\r\n+", b"*123\r\n", 1, [b"foo", b"*123"]),
+    (b"*1\r\n+", b"*5\r\n", 1, [b"*5"]),
+    # An element starts here: an array inside a request.
+    (b"*2\r\n$3\r\nfoo\r\n", b"*1000000000\r\n", NESTED, None),
+    (b"*1\r\n", b"*3\r\n", NESTED, None),
+], ids=["payload", "line", "first-line", "element", "first-element"])
+def test_feed_array_inside(before: bytes, rest: bytes, fed: int,
+                           complete: list[bytes] | None) -> None:
+    """What hiredis holds says what the header is; only the type byte is ever fed, so a
+    nested array's count is never read (it would be allocated)."""
+    reader = hiredis.Reader()
+    reader.feed(before)
+    assert reader.gets() is False
+    held = reader.len()
+    assert feed_array_inside(reader, rest, 0) == fed
+    assert reader.len() == held + (fed != 0)          # (NESTED: the type byte was fed)
+    if complete is not None:
+        reader.feed(rest, fed)
+        assert reader.gets() == complete
