@@ -159,6 +159,23 @@ class Jobs:
             self.update_awake(job)
         return True
 
+    def start(self, job: Job, now: int = 0) -> None:
+        """A new job replicated as asked (or needing no copy): register it and
+        activate it. ``now``: the caller's clock reading in ms, if it has one."""
+        self.register(job, schedule=False)   # activate sets its timer
+        self.activate(job, now)
+
+    def activate(self, job: Job, now: int = 0) -> None:
+        """Queue a new job, or with a DELAY let it wait for its queue time."""
+        server = self.server
+        if job.delay:
+            job.state = ACTIVE
+            self.update_awake(job)
+        else:
+            server.queues.enqueue_job(job, now=now)
+        if server.aof.state != "off":
+            server.on_job_changed(job)
+
     def unregister(self, job: Job) -> None:
         """Forget a job entirely: queue, timers, index."""
         if self.by_id.pop(job.id) is None:

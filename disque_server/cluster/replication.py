@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from disque_server.blocking import BlockedAddJob
 from disque_server.clock import now_ms
-from disque_server.commands.addjob import activate_job, start_job
 from disque_server.job import (
     ACTIVE,
     FIELDS,
@@ -89,7 +88,7 @@ def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: in
     send_repljob(cluster, job, rep.targets)
     if asynchronous:
         if not extrepl:
-            start_job(client, job)
+            server.jobs.start(job)
         client.reply(b"+%s\r\n" % job.id)
         return
     # No timer of its own: at the ms-timeout the cron replies NOREPL (replication_failed).
@@ -129,7 +128,7 @@ def replication_achieved(cluster: Cluster, rep: Replication) -> None:
         holder = random.choice(sorted(rep.confirmed))
         cluster.send_to_ids([holder], b"ENQUEUE", [job.id, b"%d" % job.delay])
     elif not rep.asynchronous and server.jobs.lookup(job.id) is job and job.state == WAIT_REPL:
-        activate_job(server, job)
+        server.jobs.activate(job)
     client = rep.client
     if client is not None and client.blocked is not None and client.blocked.data is rep:
         client.reply(b"+%s\r\n" % job.id)

@@ -6,14 +6,13 @@ from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms
 from disque_server.commands.args import SYNTAX_ERROR, parse_ll, parse_timeout_or_reply
-from disque_server.job import ACTIVE, WAIT_REPL, Job, generate_job_id, shared_int
+from disque_server.job import WAIT_REPL, Job, generate_job_id, shared_int
 from disque_server.memory import EXTERNAL_REPL
 from disque_server.queue import PAUSED_IN
 
 if TYPE_CHECKING:
     from disque_server.client import Client
     from disque_server.queue import Queue
-    from disque_server.server import Server
 
 DEFAULT_TTL = 24 * 3600
 DEFAULT_RETRY_MAX = 300
@@ -125,8 +124,7 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
         return
     now = now_ms()
     job = create_job(c, name, argv[2], opts, False, now)
-    server.jobs.register(job, schedule=False)    # activate_job sets its timer
-    activate_job(server, job, now)
+    server.jobs.start(job, now)
     c.out.append(b"+%s\r\n" % job.id)
 
 
@@ -153,7 +151,7 @@ def add_replicated_job(c: Client, argv: list[bytes], opts: AddjobOptions,
     if additional > 0:
         cluster.replicate_new_job(c, job, additional, timeout, opts.asynchronous, extrepl)
         return
-    start_job(c, job, now)
+    server.jobs.start(job, now)
     c.reply(b"+%s\r\n" % job.id)
 
 
@@ -190,20 +188,3 @@ def create_job(c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrep
     if not extrepl:
         job.nodes_delivered = cluster.myself_only
     return job
-
-
-def start_job(c: Client, job: Job, now: int = 0) -> None:
-    """The job is replicated as asked: register it and queue it (unless delayed)."""
-    c.server.jobs.register(job, schedule=False)   # activate_job sets its timer
-    activate_job(c.server, job, now)
-
-
-def activate_job(server: Server, job: Job, now: int = 0) -> None:
-    """``now``: the caller's current time in ms, when it has it (0: read the clock)."""
-    if job.delay:
-        job.state = ACTIVE
-        server.jobs.update_awake(job)
-    else:
-        server.queues.enqueue_job(job, now=now)
-    if server.aof.state != "off":
-        server.on_job_changed(job)

@@ -41,10 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
 
 # (importer, imported): the upward imports still in the tree, each to be removed with
 # the import; the test fails on a new one, and on one listed here that is gone.
-KNOWN: set[tuple[str, str]] = {
-    # start_job, activate_job: moved by the lead, beside the job registry (jobs.py).
-    ("cluster.replication", "commands.addjob"),
-}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def module_name(path: Path) -> str:
