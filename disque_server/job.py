@@ -76,9 +76,13 @@ def shared_int(value: int) -> int:
     return shared
 
 
+_D, _DASH = ord("D"), ord("-")
+
+
 def valid_job_id(jid: bytes) -> bool:
-    return (len(jid) == ID_LEN and jid[0:2] == b"D-" and jid[10:11] == b"-"
-            and jid[35:36] == b"-")
+    # (bytes indexed give small ints, which are shared: no slice is made)
+    return (len(jid) == ID_LEN and jid[10] == _DASH and jid[35] == _DASH
+            and jid[0] == _D and jid[1] == _DASH)
 
 
 # One hex digit as Disque's hexToInt reads it: either case, anything else is 0 and the
