@@ -248,6 +248,7 @@ class ViewEntry:
     port: int
     flags: set[str] = field(default_factory=set)
     link: str = "connected"
+    bus_port: int = 0          # from ip:port@busport; 0: port + 10000
 
     @property
     def myself(self) -> bool:
@@ -278,10 +279,12 @@ def parse_nodes(text: str) -> list[ViewEntry]:
         fields = line.split()
         if len(fields) < 3:
             continue
-        host, _, port = fields[1].partition("@")[0].rpartition(":")   # ip:port[@busport]
+        address, _, bus = fields[1].partition("@")   # ip:port[@busport]
+        host, _, port = address.rpartition(":")
         entries.append(ViewEntry(
             id=fields[0], host=host.strip("[]"), port=int(port) if port.isdigit() else 0,
-            flags=set(fields[2].split(",")), link=fields[5] if len(fields) > 5 else "connected"))
+            flags=set(fields[2].split(",")), link=fields[5] if len(fields) > 5 else "connected",
+            bus_port=int(bus) if bus.isdigit() else 0))
     return entries
 
 

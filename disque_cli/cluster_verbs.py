@@ -138,7 +138,7 @@ def _create(out: Output, members: list[Member], timeout: float) -> int:
         if any(entry.id == member.id for entry in first.view):
             continue
         try:
-            reply = first.call("CLUSTER", "MEET", resolve_ip(member.host), meet_port(member))
+            reply = first.call("CLUSTER", "MEET", resolve_ip(member.host), *meet_ports(member))
         except NodeDown as exc:
             out.error(f"{first.name}: {exc}")
             return 1
@@ -159,14 +159,16 @@ def _create(out: Output, members: list[Member], timeout: float) -> int:
     return 0
 
 
-def meet_port(member: Member) -> int:
-    """The port to give CLUSTER MEET. Over TLS the address given is the node's
-    tls-port, while MEET wants its client port (the bus listens at client port +
-    10000): the one the node lists for itself."""
+def meet_ports(member: Member) -> list[int]:
+    """The ports to give CLUSTER MEET: the client port, and the bus port when the
+    node says it is not port + 10000 (cluster-port, NAT), as redis-cli does.
+    Over TLS the address given is the node's tls-port, while MEET wants its
+    client port: the one the node lists for itself."""
     own = member.myself()
-    if member.tls is None or own is None or not own.port:
-        return member.port
-    return own.port
+    if own is None or not own.port:
+        return [member.port]
+    port = member.port if member.tls is None else own.port
+    return [port, own.bus_port] if own.bus_port else [port]
 
 
 def mesh_problems(members: Sequence[Member]) -> list[str]:

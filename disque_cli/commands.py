@@ -121,8 +121,9 @@ COMMANDS: tuple[Command, ...] = (
             "cluster", json="hello"),
     Command("CLUSTER", "subcommand [argument ...]", "Cluster membership and state",
             "cluster", subcommands=(
-                _sub("CLUSTER", "MEET", "ip port", "Join the cluster of the node at ip:port",
-                     "cluster"),
+                _sub("CLUSTER", "MEET", "ip port [bus-port]",
+                     "Join the cluster of the node at ip:port (bus-port, an extension as Redis "
+                     "7: its bus when not port + 10000)", "cluster"),
                 _sub("CLUSTER", "NODES", "", "The cluster configuration as seen by this node",
                      "cluster", verbatim=True),
                 _sub("CLUSTER", "INFO", "", "Cluster state and statistics of this node",

@@ -155,8 +155,8 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
          "The client port this node announces; 0 means port."),
         ("cluster-announce-bus-port", "port",
          "The cluster bus port this node announces; 0 means the bus port it listens on. "
-         "CLUSTER MEET reaches a node at its port plus 10000, so a node announcing "
-         "another bus port should be the one that meets the others."),
+         "CLUSTER MEET reaches a node at its port plus 10000 unless given the bus port "
+         "(CLUSTER MEET ip port bus-port, as Redis 7); disque --cluster create gives it."),
         ("cluster-password", "secret",
          "Every cluster bus link starts with a mutual HMAC-SHA256 challenge on this "
          "shared secret (which never crosses the wire); a peer that does not prove it is "
@@ -321,6 +321,7 @@ def server_page() -> str:
         "acknowledged in time is queued again (at\\-least\\-once delivery).",
         ".PP",
         "A node starts alone. Nodes form a cluster with \\fBCLUSTER MEET\\fR \\fIip port\\fR",
+        "[\\fIbus\\-port\\fR]",
         "sent to any node (gossip completes the mesh) or with",
         "\\fBdisque \\-\\-cluster create\\fR; \\fBdisque \\-\\-cluster leave\\fR removes a node",
         "without losing its jobs.",

@@ -166,6 +166,25 @@ def test_nodes_behind_nat_form_a_cluster_and_serve_jobs(tmp_path, forwarder):
             n.node.terminate()
 
 
+def test_create_meets_a_node_behind_nat_at_its_announced_bus_port(tmp_path, forwarder):
+    """Node 0's announced bus port is not port + 10000: node 1, meeting it, must be
+    told (CLUSTER MEET ip port bus-port); --cluster create reads it off node 0."""
+    nodes = natted_cluster(tmp_path, forwarder)
+    try:
+        order = (nodes[1], nodes[0], nodes[2])
+        create = subprocess.run(
+            [sys.executable, "-m", "disque_cli", "--cluster", "create",
+             *(f"{n.outside[0]}:{n.outside[1]}" for n in order)],
+            capture_output=True, text=True, timeout=90, cwd=ROOT)
+        assert create.returncode == 0, create.stdout + create.stderr
+        assert forwarder.connections[(nodes[0].outside[0], nodes[0].outside[2])] >= 1
+        for n in nodes:
+            assert "cluster_reachable_nodes:2" in n.call("CLUSTER", "INFO").decode()
+    finally:
+        for n in nodes:
+            n.node.terminate()
+
+
 def test_cluster_nodes_file_keeps_announced_bus_ports(tmp_path, forwarder):
     nodes = natted_cluster(tmp_path, forwarder)
     try:
@@ -201,3 +220,16 @@ def test_cluster_port_moves_the_bus(start_node):
     assert moved.call("CLUSTER", "MEET", "127.0.0.1", plain.port) == b"OK"
     ClusterOfNodes([moved, plain]).wait_full_mesh()
     assert f"127.0.0.1:{moved.port}@{bus} " in plain.call("CLUSTER", "NODES").decode()
+
+
+def test_meet_with_a_bus_port_reaches_a_moved_bus(start_node):
+    bus = free_port()
+    moved = start_node(config={"cluster-port": str(bus), "cluster-node-timeout": "1500"})
+    plain = start_node(config={"cluster-node-timeout": "1500"})
+    # The plain node meets: told the bus port (Redis 7's third argument), it finds it.
+    assert plain.call("CLUSTER", "MEET", "127.0.0.1", moved.port, bus) == b"OK"
+    ClusterOfNodes([moved, plain]).wait_full_mesh()
+    assert f"127.0.0.1:{moved.port}@{bus} " in plain.call("CLUSTER", "NODES").decode()
+    # Met again with the bus port it has (port + 10000 said explicitly): still one node.
+    assert moved.call("CLUSTER", "MEET", "127.0.0.1", plain.port, plain.port + 10000) == b"OK"
+    assert len(moved.call("CLUSTER", "NODES").decode().splitlines()) == 2

@@ -34,6 +34,15 @@ def test_addjob_takes_numbers_with_a_plus_or_leading_zeros(client: redis.Redis) 
     (("CLUSTER", "MEET", "127.0.0.1", "x"), "ERR Invalid TCP port specified: x"),
     (("CLUSTER", "MEET", "127.0.0.1", "60000"),       # its bus port would be past 65535
      "ERR Invalid node address specified: 127.0.0.1:60000"),
+    # The bus port argument (Redis 7, beyond Disque): checked as the port.
+    (("CLUSTER", "MEET", "127.0.0.1", "7711", "x"), "ERR Invalid bus port specified: x"),
+    (("CLUSTER", "MEET", "127.0.0.1", "7711", "70000"),
+     "ERR Invalid node address specified: 127.0.0.1:7711@70000"),
+    (("CLUSTER", "MEET", "127.0.0.1", "7711", "0"),
+     "ERR Invalid node address specified: 127.0.0.1:7711@0"),
+    (("CLUSTER", "MEET", "127.0.0.1", "0", "17711"),
+     "ERR Invalid node address specified: 127.0.0.1:0@17711"),
+    (("CLUSTER", "MEET", "127.0.0.1", "x", "17711"), "ERR Invalid TCP port specified: x"),
 ])
 def test_not_a_number_to_disque(raw: Conn, args: tuple[str, ...], error: str) -> None:
     assert raw.call(*args) == ("-", error)

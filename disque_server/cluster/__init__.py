@@ -372,8 +372,9 @@ class Cluster:
         return True
 
     # ---- membership: MEET PING PONG FAIL and gossip -----------------------------------
-    def meet(self, ip: str, port: int) -> str | None:
-        """CLUSTER MEET: start a handshake; the peer's real ID arrives with its PONG.
+    def meet(self, ip: str, port: int, bus_port: int) -> str | None:
+        """CLUSTER MEET: start a handshake with the bus at `bus_port`; the peer's real
+        ID arrives with its PONG.
 
         An address held by a live node, or by a handshake under way, is met
         already. One held by a failing node is met again: that node may be gone
@@ -383,7 +384,8 @@ class Cluster:
             if node.ip == ip and node.port == port and node is not self.myself \
                     and not node.flags & FAILING:
                 return None
-        node = ClusterNode(b"h" + new_node_id()[1:], ip, port)
+        cport = 0 if bus_port == port + 10000 else bus_port
+        node = ClusterNode(b"h" + new_node_id()[1:], ip, port, cport)
         node.flags.add(HANDSHAKE)
         node.ctime = node.last_seen = now_ms()
         self.nodes[node.id] = node

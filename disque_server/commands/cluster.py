@@ -24,16 +24,28 @@ def cluster_command(c: Client, argv: list[bytes]) -> None:
 
 
 def cluster_meet(c: Client, argv: list[bytes]) -> None:
+    """CLUSTER MEET ip port [bus-port]: the bus port as Redis 7 (beyond Disque), for
+    a node whose bus is not at port + 10000 (cluster-port, NAT)."""
     ip, port_arg = argv[2].decode(errors="replace"), argv[3]
     port = parse_ll(port_arg)   # getLongLongFromObject, as Disque
     if port is None:
         c.reply_error(f"ERR Invalid TCP port specified: {port_arg.decode(errors='replace')}")
         return
-    if not 0 < port <= 65535 - 10000:   # clusterStartHandshake: the bus port must exist too
-        c.reply_error(f"ERR Invalid node address specified: {ip}:"
-                      f"{port_arg.decode(errors='replace')}")
+    address = f"{ip}:{port_arg.decode(errors='replace')}"
+    if len(argv) == 5:
+        bus_port = parse_ll(argv[4])
+        if bus_port is None:
+            c.reply_error(f"ERR Invalid bus port specified: {argv[4].decode(errors='replace')}")
+            return
+        address += f"@{argv[4].decode(errors='replace')}"
+        valid = 0 < port <= 65535 and 0 < bus_port <= 65535
+    else:
+        bus_port = port + 10000
+        valid = 0 < port <= 65535 - 10000   # clusterStartHandshake: the bus port must exist too
+    if not valid:
+        c.reply_error(f"ERR Invalid node address specified: {address}")
         return
-    error = c.server.cluster.meet(ip, port)
+    error = c.server.cluster.meet(ip, port, bus_port)
     if error:
         c.reply_error(error)
     else:
@@ -95,6 +107,7 @@ def cluster_saveconfig(c: Client, argv: list[bytes]) -> None:
 
 SUBCOMMANDS = {
     (b"meet", 4): cluster_meet,
+    (b"meet", 5): cluster_meet,
     (b"nodes", 2): cluster_nodes,
     (b"info", 2): cluster_info,
     (b"myid", 2): cluster_myid,

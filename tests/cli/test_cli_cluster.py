@@ -200,8 +200,9 @@ def test_info_per_node(start_cluster, run_cli) -> None:
     data = json.loads(text)
     by_address = {node["address"]: node for node in data}
     assert by_address[addr(cluster[0])]["jobs"] == 4
-    assert all(isinstance(node["memory"], int) and node["memory"] > 1 << 20 for node in data), \
-        "memory in bytes"
+    # used_memory is the data (issue 14), not the interpreter: bytes, and jobs cost some.
+    assert all(isinstance(node["memory"], int) for node in data), "memory in bytes"
+    assert by_address[addr(cluster[0])]["memory"] > 4 * 100
     assert by_address[addr(cluster[0])]["id"] == node_id(cluster[0])
     cluster[1].call("CLUSTER", "LEAVING", "yes")
     data = json.loads(run_cli("--json", "--cluster", "info", addr(cluster[0])).out)
