@@ -21,12 +21,12 @@ JSON.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from disque_cli.replies import ErrorReply, Reply, Status
+from disque_common.client import HelloError, info_numbers, parse_hello, parse_info
 
 
 class Mode(StrEnum):
@@ -167,25 +167,15 @@ def _pairs_to_object(reply: Reply) -> Any:
     return {_text(key): to_json(value) for key, value in zip(reply[::2], reply[1::2], strict=True)}
 
 
-def _int_or_text(value: Reply) -> Any:
-    natural = to_json(value)
-    if isinstance(natural, str) and natural.lstrip("-").isdigit():
-        return int(natural)
-    return natural
-
-
 def _hello_object(reply: Reply) -> Any:
     """HELLO: [version, my-id, [id, host, port, priority]...] as an object."""
-    if not isinstance(reply, list) or len(reply) < 2:
+    try:
+        hello = parse_hello(reply)
+    except HelloError:
         return to_json(reply)
-    nodes = []
-    for node in reply[2:]:
-        if isinstance(node, list) and len(node) == 4:
-            nodes.append({"id": to_json(node[0]), "host": to_json(node[1]),
-                          "port": _int_or_text(node[2]), "priority": _int_or_text(node[3])})
-        else:
-            nodes.append(to_json(node))
-    return {"version": to_json(reply[0]), "id": to_json(reply[1]), "nodes": nodes}
+    return {"version": hello.version, "id": hello.myid,
+            "nodes": [{"id": node.id, "host": node.host, "port": node.port,
+                       "priority": node.priority} for node in hello.nodes]}
 
 
 def _jscan_object(reply: Reply) -> Any:
@@ -197,49 +187,11 @@ def _jscan_object(reply: Reply) -> Any:
     return [to_json(reply[0]), items]
 
 
-_INTEGER = re.compile(r"-?\d+")
-_DECIMAL = re.compile(r"-?\d+\.\d+")
-# Fields that look like numbers but are names: kept as text.
-_TEXT_FIELDS = ("run_id",)
-
-
-def info_value(field: str, value: str) -> Any:
-    """An INFO value as JSON: integers and decimals as numbers, the rest as text
-    (versions and IDs stay text even when they look like numbers)."""
-    if field.endswith("_version") or field in _TEXT_FIELDS:
-        return value
-    if _INTEGER.fullmatch(value):
-        return int(value)
-    if _DECIMAL.fullmatch(value):
-        return float(value)
-    return value
-
-
-def parse_info(text: str) -> dict[str, Any]:
-    """INFO text as {section: {field: value}}; fields before any section stay on top."""
-    result: dict[str, Any] = {}
-    section: dict[str, Any] = result
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("#"):
-            section = result.setdefault(line.lstrip("#").strip().lower(), {})
-        elif ":" in line:
-            field, value = line.split(":", 1)
-            section[field] = value
-    return result
-
-
 def _info_object(reply: Reply) -> Any:
+    """INFO, CLUSTER INFO: sections as objects, numbers as numbers."""
     if isinstance(reply, bytes) and not isinstance(reply, ErrorReply):
-        return _numbers_as_numbers(parse_info(_text(reply)))
+        return info_numbers(parse_info(_text(reply)))
     return to_json(reply)
-
-
-def _numbers_as_numbers(fields: dict[str, Any]) -> dict[str, Any]:
-    return {name: _numbers_as_numbers(value) if isinstance(value, dict)
-            else info_value(name, value) for name, value in fields.items()}
 
 
 JSON_SHAPES = {
