@@ -1,7 +1,6 @@
 """The disque(1) man page, written from the option and command tables.
 
-Generated with the completion scripts by `python -m disque_cli.gen_completions`
-into man/disque.1; read it with `man ./man/disque.1`.
+Written by `python -m docgen` into man/disque.1; read it with `man ./man/disque.1`.
 """
 
 from __future__ import annotations
