@@ -5,13 +5,15 @@ One renderer per output mode, each with the same signature
 
   standard  what a terminal shows: `(integer) 1`, `(nil)`, `"quoted"`,
             `(error) ERR ...`, numbered nested arrays aligned on the widest
-            index, `(empty array)`;
+            index, `(empty array)`; after HELLO 3, RESP3's maps (`1# "key" =>
+            value`), sets (`1~`), doubles, booleans as redis-cli 7 shows them;
   raw       what a pipe gets (redis-cli --raw): strings as they are, one
             array element per line, nil as an empty line;
   csv       redis-cli --csv;
   json      natural JSON, with Disque's key/value arrays (SHOW, QSTAT,
-            JSCAN REPLY ALL jobs, CONFIG GET) as objects, HELLO as an object
-            and INFO / CLUSTER INFO parsed into objects, so `jq` works.
+            JSCAN REPLY ALL jobs, CONFIG GET) and RESP3 maps as objects, HELLO
+            as an object and INFO / CLUSTER INFO parsed into objects, so `jq`
+            works.
 
 `render` adds the per-reply delimiter like redis-cli does; "verbatim"
 commands (INFO, CLUSTER NODES, ...) print their text as is in every mode but
@@ -21,11 +23,12 @@ JSON.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from disque_cli.replies import ErrorReply, Reply, Status
+from disque_cli.replies import Double, ErrorReply, Map, Push, Reply, RespSet, Status, Verbatim
 from disque_common.client import HelloError, info_numbers, parse_hello, parse_info
 
 
@@ -88,26 +91,60 @@ def format_standard(reply: Reply, prefix: bytes = b"") -> bytes:
         return b"(error) " + _cstr(reply) + b"\n"
     if isinstance(reply, Status):
         return _cstr(reply) + b"\n"
+    if isinstance(reply, Double):
+        return b"(double) " + reply + b"\n"
+    if isinstance(reply, Verbatim):
+        return bytes(reply) + b"\n"
     if isinstance(reply, bytes):
         return quote(reply) + b"\n"
     if reply is None:
         return b"(nil)\n"
-    if isinstance(reply, bool):  # not a RESP2 type; guard before int
-        return b"(integer) %d\n" % int(reply)
+    if isinstance(reply, bool):  # RESP3 boolean; before int, which it is too
+        return b"(true)\n" if reply else b"(false)\n"
     if isinstance(reply, int):
         return b"(integer) %d\n" % reply
     if isinstance(reply, list):
-        if not reply:
-            return b"(empty array)\n"
-        width = len(str(len(reply)))
-        # Nested arrays are indented past this level's "NN) " column.
-        nested_prefix = prefix + b" " * (width + 2)
-        out = []
-        for i, element in enumerate(reply, 1):
-            out.append((prefix if i > 1 else b"") + b"%*d) " % (width, i))
-            out.append(format_standard(element, nested_prefix))
-        return b"".join(out)
+        return _format_aggregate(reply, prefix)
     raise TypeError(f"unknown reply type {type(reply).__name__}")
+
+
+# What an empty aggregate says, and the mark after each index (RESP3 types as redis-cli 7).
+_EMPTY = {Map: b"(empty hash)\n", RespSet: b"(empty set)\n", Push: b"(empty push)\n"}
+_INDEX_MARK = {Map: b"#", RespSet: b"~"}
+
+
+def _format_aggregate(reply: list[Reply], prefix: bytes) -> bytes:
+    """Numbered elements aligned on the widest index; a map numbers its pairs,
+    `1# key => value`, and starts a value of several lines on a line of its own."""
+    if not reply:
+        return _EMPTY.get(type(reply), b"(empty array)\n")
+    is_map = isinstance(reply, Map)
+    items = list(zip(reply[::2], reply[1::2], strict=True)) if is_map else reply
+    width = len(str(len(items)))
+    mark = _INDEX_MARK.get(type(reply), b")")
+    # Nested arrays are indented past this level's "NN) " column.
+    nested_prefix = prefix + b" " * (width + 2)
+    out = []
+    for i, item in enumerate(items, 1):
+        out.append((prefix if i > 1 else b"") + b"%*d%s " % (width, i, mark))
+        if not is_map:
+            out.append(format_standard(item, nested_prefix))
+            continue
+        key, value = item
+        out.append(format_standard(key, nested_prefix)[:-1] + b" => ")
+        if _multiline(value):
+            out.append(b"\n" + nested_prefix)
+        out.append(format_standard(value, nested_prefix))
+    return b"".join(out)
+
+
+def _multiline(reply: Reply) -> bool:
+    """Whether format_standard prints `reply` on several lines (cliIsMultilineValueTTY)."""
+    if not isinstance(reply, list) or not reply:
+        return False
+    if isinstance(reply, Map):
+        return len(reply) > 2 or _multiline(reply[1])
+    return len(reply) > 1 or _multiline(reply[0])
 
 
 # ---- raw -----------------------------------------------------------------------
@@ -115,12 +152,17 @@ def format_standard(reply: Reply, prefix: bytes = b"") -> bytes:
 def format_raw(reply: Reply, mb_delim: bytes = b"\n") -> bytes:
     if isinstance(reply, ErrorReply):
         return bytes(reply) + b"\n"
-    if isinstance(reply, bytes):  # status or bulk
+    if isinstance(reply, bytes):  # status, bulk, double or verbatim
         return bytes(reply)
     if reply is None:
         return b""
+    if isinstance(reply, bool):
+        return b"(true)" if reply else b"(false)"
     if isinstance(reply, int):
         return b"%d" % reply
+    if isinstance(reply, Map):
+        return mb_delim.join(format_raw(key, mb_delim) + b" " + format_raw(value, mb_delim)
+                             for key, value in zip(reply[::2], reply[1::2], strict=True))
     if isinstance(reply, list):
         return mb_delim.join(format_raw(element, mb_delim) for element in reply)
     raise TypeError(f"unknown reply type {type(reply).__name__}")
@@ -131,13 +173,17 @@ def format_raw(reply: Reply, mb_delim: bytes = b"\n") -> bytes:
 def format_csv(reply: Reply) -> bytes:
     if isinstance(reply, ErrorReply):
         return b"ERROR," + quote(_cstr(reply))
+    if isinstance(reply, Double):
+        return bytes(reply)
     if isinstance(reply, bytes):
         return quote(reply)
     if reply is None:
         return b"NULL"
+    if isinstance(reply, bool):
+        return b"true" if reply else b"false"
     if isinstance(reply, int):
         return b"%d" % reply
-    if isinstance(reply, list):
+    if isinstance(reply, list):  # a map too: CSV has no maps, its pairs are a flat list
         return b",".join(format_csv(element) for element in reply)
     raise TypeError(f"unknown reply type {type(reply).__name__}")
 
@@ -149,14 +195,25 @@ def _text(data: bytes) -> str:
 
 
 def to_json(reply: Reply) -> Any:
-    """The natural JSON value of a reply."""
+    """The natural JSON value of a reply (a RESP3 map is an object)."""
     if isinstance(reply, ErrorReply):
         return {"error": _text(reply)}
+    if isinstance(reply, Double):
+        number = float(reply)
+        return number if math.isfinite(number) else _text(reply)
     if isinstance(reply, bytes):
         return _text(reply)
+    if isinstance(reply, Map):
+        return {_json_key(key): to_json(value)
+                for key, value in zip(reply[::2], reply[1::2], strict=True)}
     if isinstance(reply, list):
         return [to_json(element) for element in reply]
-    return reply  # int or None
+    return reply  # int, bool or None
+
+
+def _json_key(key: Reply) -> str:
+    value = to_json(key)
+    return value if isinstance(value, str) else dumps(value)
 
 
 def _pairs_to_object(reply: Reply) -> Any:
