@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, TextIO
 
 from disque_cli.connection import Disconnected, Session
 from disque_cli.options import CLUSTER_VERBS, ClusterVerb, cluster_verb
-from disque_cli.render import Mode, parse_info
+from disque_cli.render import Mode
 from disque_cli.replies import ErrorReply
+from disque_common.client import flat_info
 
 if TYPE_CHECKING:
     from disque_cli.main import Config
@@ -93,12 +94,7 @@ def _flat_info(session: Session, out: TextIO) -> dict[str, str]:
             out.write("\n")
         if isinstance(reply, ErrorReply):
             raise Disconnected(f"ERROR: {reply.text}")
-        text = reply.decode(errors="replace") if isinstance(reply, bytes) else ""
-        flat: dict[str, str] = {}
-        for value in parse_info(text).values():
-            if isinstance(value, dict):
-                flat.update(value)
-        return flat
+        return flat_info(reply if isinstance(reply, bytes) else "")
 
 
 def stat_mode(session: Session, interval: float, out: TextIO,

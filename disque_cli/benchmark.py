@@ -46,6 +46,7 @@ from disque_cli.bench_worker import (
     run_loop,
     run_worker,
 )
+from disque_common.client import PRIORITY_FAILING, HelloError, parse_hello
 
 PROG = "disque-benchmark"
 DEFAULT_JOBS = 100_000
@@ -295,20 +296,17 @@ def discover(opts: Options) -> list[tuple[str, int]]:
         return list(dict.fromkeys(opts.nodes))
     seed = opts.seed
     reply = call(seed, "HELLO", password=opts.password)
-    if not isinstance(reply, list) or len(reply) < 2 or not isinstance(reply[1], bytes):
+    try:
+        hello = parse_hello(reply)
+    except HelloError:
         raise BenchError(f"{seed[0]}:{seed[1]} does not look like a Disque node "
-                         f"(HELLO replied {reply!r:.80})")
-    myid = reply[1]
+                         f"(HELLO replied {reply!r:.80})") from None
     nodes: list[tuple[str, int]] = []
-    for entry in reply[2:]:
-        try:
-            node_id, ip, port, priority = entry[0], entry[1].decode(), int(entry[2]), int(entry[3])
-        except (IndexError, ValueError, TypeError, AttributeError):
-            continue
-        if node_id == myid:
+    for node in hello.nodes:
+        if node.id == hello.myid:
             nodes.insert(0, seed)  # reach the seed as the user does
-        elif ip and priority < 10:  # skip failing and leaving nodes
-            nodes.append((ip, port))
+        elif node.host and node.priority < PRIORITY_FAILING:  # skip failing and leaving nodes
+            nodes.append((node.host, node.port))
     if seed not in nodes:
         nodes.insert(0, seed)
     return nodes

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from disque_cli.connection import Disconnected, Endpoint, Session
 from disque_cli.options import OUTPUT_FLAGS, ClusterVerb
-from disque_cli.render import Mode, dumps, parse_info
+from disque_cli.render import Mode, dumps
 from disque_cli.replies import ErrorReply, Reply
+from disque_common.client import HelloError, flat_info, parse_hello
 from disque_common.tls import TLS, closed_hint
 
 if TYPE_CHECKING:
@@ -227,16 +228,6 @@ def _text(data: bytes) -> str:
     return bytes(data).decode("utf-8", errors="replace")
 
 
-def flat_info(text: str) -> dict[str, str]:
-    flat: dict[str, str] = {}
-    for name, value in parse_info(text).items():
-        if isinstance(value, dict):
-            flat.update(value)
-        else:
-            flat[name] = value
-    return flat
-
-
 # ---- CLUSTER NODES -------------------------------------------------------------------
 
 @dataclass
@@ -315,17 +306,10 @@ def tls_addresses(seed: Member) -> dict[str, tuple[str, int]]:
     if seed.tls is None:
         return {}
     try:
-        reply = seed.call("HELLO")
-    except NodeDown:
+        hello = parse_hello(seed.call("HELLO"))
+    except (NodeDown, HelloError):
         return {}
-    found: dict[str, tuple[str, int]] = {}
-    for entry in reply[2:] if isinstance(reply, list) else []:
-        if isinstance(entry, list) and len(entry) >= 3:
-            node_id, host, port = (_text(field) if isinstance(field, bytes) else str(field)
-                                   for field in entry[:3])
-            if port.isdigit():
-                found[node_id] = (host, int(port))
-    return found
+    return {node.id: (node.host, node.port) for node in hello.nodes}
 
 
 # ---- verb arguments -----------------------------------------------------------------

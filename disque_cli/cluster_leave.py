@@ -37,13 +37,13 @@ from disque_cli.cluster import (
     VerbError,
     ViewEntry,
     discover,
-    flat_info,
     parse_nodes,
     plural,
     seed_address,
 )
 from disque_cli.render import Mode
 from disque_cli.replies import ErrorReply
+from disque_common.client import flat_info
 
 USAGE = "leave host:port [--yes] [--shutdown] [--timeout SECS]"
 POLL = 0.2                # seconds between INFO polls while draining

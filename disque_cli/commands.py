@@ -8,7 +8,7 @@ subcommands (CLUSTER, CONFIG, CLIENT, ...) list them as entries of their own.
 
 This table feeds the REPL help, tab completion and hints (`syntax.py`), the
 renderers (`render.py`), and the generated completion scripts and man page
-(`gen_completions.py`, `gen_man.py`): edit here, regenerate there.
+(`python -m docgen`): edit here, regenerate there.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The link to one Disque node: connect, authenticate, send, read typed replies.
 
 Built on redis-py (RESP2, no response callbacks, no retries: a CLI must never
-send a command twice behind the user's back) with `TypedRESP2Parser`, so a
-reply keeps its type. Connection problems become `Disconnected` with the
+send a command twice behind the user's back) with `TypedParser`, so a
+reply keeps its type; RESP3 too, when the user switches to it with HELLO 3
+(as with redis-cli 7). Connection problems become `Disconnected` with the
 message redis-cli would print; they never escape as tracebacks.
 """
 
@@ -21,7 +22,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from disque_cli import DEFAULT_HOST, DEFAULT_PORT
-from disque_cli.replies import ErrorReply, Reply, TypedRESP2Parser
+from disque_cli.replies import ErrorReply, Reply, TypedParser
 from disque_common.tls import TLS, handshake_failure
 
 Arg = str | bytes | int | float
@@ -101,6 +102,7 @@ class Session:
         self.reply_timeout = reply_timeout   # None: wait for replies (blocking GETJOB)
         self._warn = warn or (lambda line: print(line, file=sys.stderr))
         self._client: redis.Redis | None = None
+        self.protocol = 2     # 3 after a HELLO 3: kept across reconnections
 
     # ---- connection state ------------------------------------------------
     @property
@@ -114,13 +116,15 @@ class Session:
             reply = self.call("AUTH", self.endpoint.password)
             if isinstance(reply, ErrorReply):
                 self._warn(f"AUTH failed: {reply.text}")
+        if self.protocol == 3:
+            self.call("HELLO", "3")
 
     def open(self) -> None:
         """Connect, over TLS if the endpoint says so, without AUTH; raise Disconnected
         with redis-cli's message (a failed handshake included)."""
         self.close()
         pool = redis.ConnectionPool(
-            protocol=2, parser_class=TypedRESP2Parser, socket_timeout=self.reply_timeout,
+            protocol=2, parser_class=TypedParser, socket_timeout=self.reply_timeout,
             socket_connect_timeout=self.connect_timeout,
             retry=Retry(NoBackoff(), 0), driver_info=None,
             **({} if self.endpoint.socket else {"socket_keepalive": True}),
@@ -171,9 +175,13 @@ class Session:
             # Ctrl-C in the middle of a reply: the stream is out of sync.
             self.close()
             raise
-        if len(args) == 2 and _text(args[0]).lower() == "auth" \
-                and not isinstance(reply, ErrorReply):
+        if isinstance(reply, ErrorReply):
+            return reply
+        name = _text(args[0]).lower()
+        if len(args) == 2 and name == "auth":
             self.endpoint.password = _text(args[1])  # reconnections authenticate again
+        elif len(args) >= 2 and name == "hello" and _text(args[1]) in ("2", "3"):
+            self.protocol = int(_text(args[1]))      # reconnections speak it again
         return reply
 
     def read_next(self) -> Reply:

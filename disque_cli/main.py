@@ -17,7 +17,6 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import click
 
@@ -39,19 +38,46 @@ class UsageError(Exception):
 @dataclass
 class Config:
     """The parsed command line: where to connect, how to print, the command, and
-    every option of options.OPTIONS by its dest name (config.repeat, config.stat)."""
+    every option of options.OPTIONS by its dest name, as click parsed it (a
+    unit test checks that the fields and the table agree)."""
 
     endpoint: Endpoint
     mode: Mode
     render: RenderOptions
-    args: list[bytes]
-    params: dict[str, Any]
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.params[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    args: list[bytes]                       # the command and its arguments
+    # ---- connection
+    host: str | None = None
+    port: int | None = None
+    password: str | None = None
+    uri: str | None = None
+    no_auth_warning: bool = False
+    tls: bool = False
+    cacert: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    insecure: bool = False
+    # ---- commands
+    repeat: int | None = None
+    interval: float | None = None
+    stdin_arg: bool = False
+    exit_on_error: bool = False
+    # ---- output
+    output: str | None = None
+    mb_delim: str | None = None
+    cmd_delim: str | None = None
+    # ---- modes
+    pipe: bool = False
+    pipe_timeout: int = 30
+    stat: bool = False
+    latency: bool = False
+    latency_history: bool = False
+    cluster: str | None = None
+    cluster_yes: bool = False
+    cluster_shutdown: bool = False
+    cluster_timeout: float | None = None
+    # ---- misc
+    help: bool = False
+    version: bool = False
 
 
 # ---- parsing -------------------------------------------------------------------
@@ -115,7 +141,8 @@ def parse(argv: Sequence[str], stdout_is_tty: bool) -> Config:
         mb_delim=(params["mb_delim"] or "\n").encode(),
         cmd_delim=(params["cmd_delim"] or "\n").encode())
     args = [arg.encode("utf-8", errors="surrogateescape") for arg in params["args"]]
-    return Config(endpoint, mode, render, args, params)
+    options = {name: value for name, value in params.items() if name != "args"}
+    return Config(endpoint, mode, render, args, **options)
 
 
 def _check_tls(tls: TLS | None) -> None:

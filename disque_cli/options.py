@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from disque_common.tls import TLS_OPTIONS
+
 
 @dataclass(frozen=True)
 class CliOption:
@@ -50,15 +52,8 @@ OPTIONS: tuple[CliOption, ...] = (
               "(disques:// for TLS).", "uri"),
     CliOption(("--no-auth-warning",), "no_auth_warning",
               "Don't show the warning about passwords on the command line."),
-    CliOption(("--tls",), "tls", "Establish a secure TLS connection (the node's tls-port)."),
-    CliOption(("--cacert",), "cacert", "CA certificate file to verify the node with.",
-              "file", complete="file"),
-    CliOption(("--cert",), "cert", "Client certificate to authenticate with.", "file",
-              complete="file"),
-    CliOption(("--key",), "key", "Private key file to authenticate with.", "file",
-              complete="file"),
-    CliOption(("--insecure",), "insecure", "Allow insecure TLS connection by skipping "
-              "certificate validation."),
+    *(CliOption((opt.flag,), opt.dest, opt.help, "file" if opt.takes_file else None,
+                complete="file" if opt.takes_file else None) for opt in TLS_OPTIONS),
     # ---- commands ----
     CliOption(("-r",), "repeat", "Execute the specified command N times (-1: forever).",
               "repeat", kind=int, section="commands"),
@@ -194,7 +189,7 @@ def cluster_verb(name: str) -> ClusterVerb | None:
     return next((verb for verb in CLUSTER_VERBS if verb.name == name.lower()), None)
 
 # The TLS options, which disque-tui takes too: same flags, same meaning.
-TLS_DESTS = ("tls", "cacert", "cert", "key", "insecure")
+TLS_DESTS = tuple(opt.dest for opt in TLS_OPTIONS)
 
 EXAMPLES = (
     "printf %s \"$JOB_ID\" | disque -x ackjob",

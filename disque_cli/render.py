@@ -5,13 +5,15 @@ One renderer per output mode, each with the same signature
 
   standard  what a terminal shows: `(integer) 1`, `(nil)`, `"quoted"`,
             `(error) ERR ...`, numbered nested arrays aligned on the widest
-            index, `(empty array)`;
+            index, `(empty array)`; after HELLO 3, RESP3's maps (`1# "key" =>
+            value`), sets (`1~`), doubles, booleans as redis-cli 7 shows them;
   raw       what a pipe gets (redis-cli --raw): strings as they are, one
             array element per line, nil as an empty line;
   csv       redis-cli --csv;
   json      natural JSON, with Disque's key/value arrays (SHOW, QSTAT,
-            JSCAN REPLY ALL jobs, CONFIG GET) as objects, HELLO as an object
-            and INFO / CLUSTER INFO parsed into objects, so `jq` works.
+            JSCAN REPLY ALL jobs, CONFIG GET) and RESP3 maps as objects, HELLO
+            as an object and INFO / CLUSTER INFO parsed into objects, so `jq`
+            works.
 
 `render` adds the per-reply delimiter like redis-cli does; "verbatim"
 commands (INFO, CLUSTER NODES, ...) print their text as is in every mode but
@@ -21,12 +23,13 @@ JSON.
 from __future__ import annotations
 
 import json
-import re
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from disque_cli.replies import ErrorReply, Reply, Status
+from disque_cli.replies import Double, ErrorReply, Map, Push, Reply, RespSet, Status, Verbatim
+from disque_common.client import HelloError, info_numbers, parse_hello, parse_info
 
 
 class Mode(StrEnum):
@@ -88,26 +91,60 @@ def format_standard(reply: Reply, prefix: bytes = b"") -> bytes:
         return b"(error) " + _cstr(reply) + b"\n"
     if isinstance(reply, Status):
         return _cstr(reply) + b"\n"
+    if isinstance(reply, Double):
+        return b"(double) " + reply + b"\n"
+    if isinstance(reply, Verbatim):
+        return bytes(reply) + b"\n"
     if isinstance(reply, bytes):
         return quote(reply) + b"\n"
     if reply is None:
         return b"(nil)\n"
-    if isinstance(reply, bool):  # not a RESP2 type; guard before int
-        return b"(integer) %d\n" % int(reply)
+    if isinstance(reply, bool):  # RESP3 boolean; before int, which it is too
+        return b"(true)\n" if reply else b"(false)\n"
     if isinstance(reply, int):
         return b"(integer) %d\n" % reply
     if isinstance(reply, list):
-        if not reply:
-            return b"(empty array)\n"
-        width = len(str(len(reply)))
-        # Nested arrays are indented past this level's "NN) " column.
-        nested_prefix = prefix + b" " * (width + 2)
-        out = []
-        for i, element in enumerate(reply, 1):
-            out.append((prefix if i > 1 else b"") + b"%*d) " % (width, i))
-            out.append(format_standard(element, nested_prefix))
-        return b"".join(out)
+        return _format_aggregate(reply, prefix)
     raise TypeError(f"unknown reply type {type(reply).__name__}")
+
+
+# What an empty aggregate says, and the mark after each index (RESP3 types as redis-cli 7).
+_EMPTY = {Map: b"(empty hash)\n", RespSet: b"(empty set)\n", Push: b"(empty push)\n"}
+_INDEX_MARK = {Map: b"#", RespSet: b"~"}
+
+
+def _format_aggregate(reply: list[Reply], prefix: bytes) -> bytes:
+    """Numbered elements aligned on the widest index; a map numbers its pairs,
+    `1# key => value`, and starts a value of several lines on a line of its own."""
+    if not reply:
+        return _EMPTY.get(type(reply), b"(empty array)\n")
+    is_map = isinstance(reply, Map)
+    items = list(zip(reply[::2], reply[1::2], strict=True)) if is_map else reply
+    width = len(str(len(items)))
+    mark = _INDEX_MARK.get(type(reply), b")")
+    # Nested arrays are indented past this level's "NN) " column.
+    nested_prefix = prefix + b" " * (width + 2)
+    out = []
+    for i, item in enumerate(items, 1):
+        out.append((prefix if i > 1 else b"") + b"%*d%s " % (width, i, mark))
+        if not is_map:
+            out.append(format_standard(item, nested_prefix))
+            continue
+        key, value = item
+        out.append(format_standard(key, nested_prefix)[:-1] + b" => ")
+        if _multiline(value):
+            out.append(b"\n" + nested_prefix)
+        out.append(format_standard(value, nested_prefix))
+    return b"".join(out)
+
+
+def _multiline(reply: Reply) -> bool:
+    """Whether format_standard prints `reply` on several lines (cliIsMultilineValueTTY)."""
+    if not isinstance(reply, list) or not reply:
+        return False
+    if isinstance(reply, Map):
+        return len(reply) > 2 or _multiline(reply[1])
+    return len(reply) > 1 or _multiline(reply[0])
 
 
 # ---- raw -----------------------------------------------------------------------
@@ -115,12 +152,17 @@ def format_standard(reply: Reply, prefix: bytes = b"") -> bytes:
 def format_raw(reply: Reply, mb_delim: bytes = b"\n") -> bytes:
     if isinstance(reply, ErrorReply):
         return bytes(reply) + b"\n"
-    if isinstance(reply, bytes):  # status or bulk
+    if isinstance(reply, bytes):  # status, bulk, double or verbatim
         return bytes(reply)
     if reply is None:
         return b""
+    if isinstance(reply, bool):
+        return b"(true)" if reply else b"(false)"
     if isinstance(reply, int):
         return b"%d" % reply
+    if isinstance(reply, Map):
+        return mb_delim.join(format_raw(key, mb_delim) + b" " + format_raw(value, mb_delim)
+                             for key, value in zip(reply[::2], reply[1::2], strict=True))
     if isinstance(reply, list):
         return mb_delim.join(format_raw(element, mb_delim) for element in reply)
     raise TypeError(f"unknown reply type {type(reply).__name__}")
@@ -131,13 +173,17 @@ def format_raw(reply: Reply, mb_delim: bytes = b"\n") -> bytes:
 def format_csv(reply: Reply) -> bytes:
     if isinstance(reply, ErrorReply):
         return b"ERROR," + quote(_cstr(reply))
+    if isinstance(reply, Double):
+        return bytes(reply)
     if isinstance(reply, bytes):
         return quote(reply)
     if reply is None:
         return b"NULL"
+    if isinstance(reply, bool):
+        return b"true" if reply else b"false"
     if isinstance(reply, int):
         return b"%d" % reply
-    if isinstance(reply, list):
+    if isinstance(reply, list):  # a map too: CSV has no maps, its pairs are a flat list
         return b",".join(format_csv(element) for element in reply)
     raise TypeError(f"unknown reply type {type(reply).__name__}")
 
@@ -149,14 +195,25 @@ def _text(data: bytes) -> str:
 
 
 def to_json(reply: Reply) -> Any:
-    """The natural JSON value of a reply."""
+    """The natural JSON value of a reply (a RESP3 map is an object)."""
     if isinstance(reply, ErrorReply):
         return {"error": _text(reply)}
+    if isinstance(reply, Double):
+        number = float(reply)
+        return number if math.isfinite(number) else _text(reply)
     if isinstance(reply, bytes):
         return _text(reply)
+    if isinstance(reply, Map):
+        return {_json_key(key): to_json(value)
+                for key, value in zip(reply[::2], reply[1::2], strict=True)}
     if isinstance(reply, list):
         return [to_json(element) for element in reply]
-    return reply  # int or None
+    return reply  # int, bool or None
+
+
+def _json_key(key: Reply) -> str:
+    value = to_json(key)
+    return value if isinstance(value, str) else dumps(value)
 
 
 def _pairs_to_object(reply: Reply) -> Any:
@@ -167,25 +224,15 @@ def _pairs_to_object(reply: Reply) -> Any:
     return {_text(key): to_json(value) for key, value in zip(reply[::2], reply[1::2], strict=True)}
 
 
-def _int_or_text(value: Reply) -> Any:
-    natural = to_json(value)
-    if isinstance(natural, str) and natural.lstrip("-").isdigit():
-        return int(natural)
-    return natural
-
-
 def _hello_object(reply: Reply) -> Any:
     """HELLO: [version, my-id, [id, host, port, priority]...] as an object."""
-    if not isinstance(reply, list) or len(reply) < 2:
+    try:
+        hello = parse_hello(reply)
+    except HelloError:
         return to_json(reply)
-    nodes = []
-    for node in reply[2:]:
-        if isinstance(node, list) and len(node) == 4:
-            nodes.append({"id": to_json(node[0]), "host": to_json(node[1]),
-                          "port": _int_or_text(node[2]), "priority": _int_or_text(node[3])})
-        else:
-            nodes.append(to_json(node))
-    return {"version": to_json(reply[0]), "id": to_json(reply[1]), "nodes": nodes}
+    return {"version": hello.version, "id": hello.myid,
+            "nodes": [{"id": node.id, "host": node.host, "port": node.port,
+                       "priority": node.priority} for node in hello.nodes]}
 
 
 def _jscan_object(reply: Reply) -> Any:
@@ -197,49 +244,11 @@ def _jscan_object(reply: Reply) -> Any:
     return [to_json(reply[0]), items]
 
 
-_INTEGER = re.compile(r"-?\d+")
-_DECIMAL = re.compile(r"-?\d+\.\d+")
-# Fields that look like numbers but are names: kept as text.
-_TEXT_FIELDS = ("run_id",)
-
-
-def info_value(field: str, value: str) -> Any:
-    """An INFO value as JSON: integers and decimals as numbers, the rest as text
-    (versions and IDs stay text even when they look like numbers)."""
-    if field.endswith("_version") or field in _TEXT_FIELDS:
-        return value
-    if _INTEGER.fullmatch(value):
-        return int(value)
-    if _DECIMAL.fullmatch(value):
-        return float(value)
-    return value
-
-
-def parse_info(text: str) -> dict[str, Any]:
-    """INFO text as {section: {field: value}}; fields before any section stay on top."""
-    result: dict[str, Any] = {}
-    section: dict[str, Any] = result
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("#"):
-            section = result.setdefault(line.lstrip("#").strip().lower(), {})
-        elif ":" in line:
-            field, value = line.split(":", 1)
-            section[field] = value
-    return result
-
-
 def _info_object(reply: Reply) -> Any:
+    """INFO, CLUSTER INFO: sections as objects, numbers as numbers."""
     if isinstance(reply, bytes) and not isinstance(reply, ErrorReply):
-        return _numbers_as_numbers(parse_info(_text(reply)))
+        return info_numbers(parse_info(_text(reply)))
     return to_json(reply)
-
-
-def _numbers_as_numbers(fields: dict[str, Any]) -> dict[str, Any]:
-    return {name: _numbers_as_numbers(value) if isinstance(value, dict)
-            else info_value(name, value) for name, value in fields.items()}
 
 
 JSON_SHAPES = {

@@ -1,7 +1,7 @@
 """TLS settings of a client connection, as redis-cli's --tls --cacert --cert --key --insecure.
 
-One place for `disque`, `disque-tui` and the Spark data source to turn the
-settings into redis-py arguments, to load the files before any connection
+One place for `disque`, `disque-tui` and the Spark data source to name the
+options (`TLS_OPTIONS`), to turn the settings into redis-py arguments, to load the files before any connection
 (so a missing or wrong file is one line naming it, not an errno out of the
 middle of a handshake) and to word a failed handshake.
 """
@@ -14,6 +14,26 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+
+
+@dataclass(frozen=True)
+class TLSOption:
+    """One of the TLS options every client of the project takes, as redis-cli spells it."""
+
+    flag: str
+    dest: str
+    help: str
+    takes_file: bool = False
+
+
+TLS_OPTIONS: tuple[TLSOption, ...] = (
+    TLSOption("--tls", "tls", "Establish a secure TLS connection (the node's tls-port)."),
+    TLSOption("--cacert", "cacert", "CA certificate file to verify the node with.", True),
+    TLSOption("--cert", "cert", "Client certificate to authenticate with.", True),
+    TLSOption("--key", "key", "Private key file to authenticate with.", True),
+    TLSOption("--insecure", "insecure", "Allow insecure TLS connection by skipping "
+              "certificate validation."),
+)
 
 
 class TLSError(ValueError):

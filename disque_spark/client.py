@@ -1,26 +1,24 @@
 """Talking to Disque nodes from Spark tasks: seeds, HELLO, connections, JSCAN.
 
-Everything here is plain redis-py (RESP2, raw bytes replies) so it runs in
-any Python worker that can import ``redis``; nothing keeps a socket between
-calls unless the caller holds the returned client.
+Everything here is plain redis-py (RESP2) through ``disque_common.client`` so
+it runs in any Python worker that can import ``redis``; nothing keeps a socket
+between calls unless the caller holds the returned client.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
+from disque_common import client
+from disque_common.client import Node, by_priority
 from disque_common.tls import TLS, handshake_failure
 
 DEFAULT_NODES = "127.0.0.1:7711"
-PRIORITY_FAILING = 10    # HELLO: 1 ok, 5 no link, 10 possibly failing, 100 leaving
-PRIORITY_LEAVING = 100
 
 # Field names of SHOW / JSCAN REPLY ALL, and the column each one becomes.
 JOB_FIELDS = {
@@ -35,20 +33,6 @@ JOB_FIELDS = {
 
 class DisqueError(RuntimeError):
     """A failure the connector reports to Spark (and so to the user)."""
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One node as HELLO describes it: lower priority is better, 100 is leaving."""
-
-    id: str
-    host: str
-    port: int
-    priority: int = 1
-
-    @property
-    def addr(self) -> str:
-        return f"{self.host}:{self.port}"
 
 
 def parse_seeds(nodes: str | None) -> list[tuple[str, int]]:
@@ -74,45 +58,40 @@ def parse_seeds(nodes: str | None) -> list[tuple[str, int]]:
 
 def connect(host: str, port: int, password: str | None = None,
             socket_timeout: float = 30.0, tls: TLS | None = None) -> redis.Redis:
-    """A RESP2 client with raw (bytes) replies, authenticated if a password is given,
-    over TLS if `tls` is given.
-
-    No automatic retry: redis-py would resend a pipeline of ADDJOBs after a
-    lost connection (duplicate jobs) and hide dead nodes behind backoffs; the
-    callers choose another node instead.
-    """
-    return redis.Redis(host=host, port=port, password=password or None, protocol=2,
-                       socket_timeout=socket_timeout, socket_connect_timeout=5.0,
-                       retry=Retry(NoBackoff(), 0), **(tls.client_kwargs() if tls else {}))
+    """A RESP2 client, authenticated if a password is given, over TLS if `tls` is
+    given, that never retries (the callers choose another node instead)."""
+    return client.connect(host, port, password, socket_timeout=socket_timeout,
+                          connect_timeout=5.0, tls=tls)
 
 
-def parse_hello(reply: Any, seed_host: str, seed_port: int | None = None) -> list[NodeInfo]:
-    """HELLO -> [1, myid, [id, ip, port, priority], ...] as NodeInfo's.
+def hello_nodes(reply: Any, seed_host: str, seed_port: int | None = None) -> list[Node]:
+    """HELLO's nodes, as reached from here.
 
     A node that never met another one does not know its own IP and reports
     an empty one: the host we reached it on is used instead. With `seed_port`,
     the answering node's own entry gets that port: HELLO lists client ports,
     not tls-ports, and the seed is known to answer where we reached it.
     """
-    if not isinstance(reply, list) or len(reply) < 2 or reply[0] != 1:
-        raise DisqueError(f"disque: unexpected HELLO reply {reply!r}")
-    myid = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+    try:
+        hello = client.parse_hello(reply)
+    except client.HelloError as exc:
+        raise DisqueError(f"disque: {exc}") from None
     nodes = []
-    for entry in reply[2:]:
-        nid, ip, port, prio = (x.decode() if isinstance(x, bytes) else str(x) for x in entry[:4])
-        node = NodeInfo(nid, ip or seed_host, int(port), int(prio))
-        nodes.append(replace(node, port=seed_port) if seed_port and nid == myid else node)
+    for node in hello.nodes:
+        node = replace(node, host=node.host or seed_host)
+        nodes.append(replace(node, port=seed_port) if seed_port and node.id == hello.myid
+                     else node)
     return nodes
 
 
 def discover(seeds: list[tuple[str, int]], password: str | None = None,
-             tls: TLS | None = None) -> list[NodeInfo]:
+             tls: TLS | None = None) -> list[Node]:
     """Every node of the cluster, from the first seed (random order) that answers HELLO."""
     errors = []
     for host, port in random.sample(seeds, len(seeds)):
         try:
             with connect(host, port, password, socket_timeout=10.0, tls=tls) as c:
-                return parse_hello(c.execute_command("HELLO"), host, port if tls else None)
+                return hello_nodes(c.execute_command("HELLO"), host, port if tls else None)
         except (redis.RedisError, OSError) as exc:
             errors.append(f"{host}:{port}: {describe(exc)}")
     raise DisqueError("disque: no seed node answered HELLO (" + "; ".join(errors) + ")")
@@ -123,29 +102,24 @@ def describe(exc: BaseException) -> str:
     return handshake_failure(exc) or str(exc)
 
 
-def by_preference(nodes: list[NodeInfo]) -> list[NodeInfo]:
-    """Lowest HELLO priority first, ties in random order (spreads the load)."""
-    return sorted(nodes, key=lambda n: (n.priority, random.random()))
-
-
 def connect_best(seeds: list[tuple[str, int]], password: str | None = None,
                  exclude: set[str] | frozenset[str] = frozenset(),
                  socket_timeout: float = 30.0,
-                 tls: TLS | None = None) -> tuple[redis.Redis, NodeInfo]:
+                 tls: TLS | None = None) -> tuple[redis.Redis, Node]:
     """Connect to the best node HELLO offers (not one of `exclude`, ids or host:port).
 
     Leaving nodes (priority 100) are used only when nothing else answers.
     """
-    nodes = [n for n in by_preference(discover(seeds, password, tls))
+    nodes = [n for n in by_priority(discover(seeds, password, tls))
              if n.id not in exclude and n.addr not in exclude]
     errors = []
     for node in nodes:
-        client = connect(node.host, node.port, password, socket_timeout, tls)
+        link = connect(node.host, node.port, password, socket_timeout, tls)
         try:
-            client.ping()
-            return client, node
+            link.ping()
+            return link, node
         except (redis.RedisError, OSError) as exc:
-            client.close()
+            link.close()
             errors.append(f"{node.addr}: {describe(exc)}")
     detail = ("; ".join(errors)) if errors else "every known node was excluded"
     raise DisqueError(f"disque: no node accepted a connection ({detail})")

@@ -25,9 +25,9 @@ import redis
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from disque_common.client import Node
 from disque_spark.client import (
     DisqueError,
-    NodeInfo,
     connect,
     describe,
     discover,
@@ -43,7 +43,7 @@ log = logging.getLogger("disque_spark")
 class NodePartition(InputPartition):
     """One node to JSCAN."""
 
-    def __init__(self, node: NodeInfo) -> None:
+    def __init__(self, node: Node) -> None:
         super().__init__(node.addr)
         self.node = node
 
@@ -70,7 +70,7 @@ class DisqueSnapshotReader(DataSourceReader):
         return [NodePartition(n) for n in nodes]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        node: NodeInfo = partition.node  # type: ignore[attr-defined]
+        node: Node = partition.node  # type: ignore[attr-defined]
         client = connect(node.host, node.port, self.password, tls=self.tls)
         try:
             try:

@@ -87,12 +87,9 @@ import redis
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from disque_common.client import PRIORITY_FAILING, PRIORITY_LEAVING, Node, by_priority
 from disque_spark.client import (
-    PRIORITY_FAILING,
-    PRIORITY_LEAVING,
     DisqueError,
-    NodeInfo,
-    by_preference,
     connect,
     describe,
     discover,
@@ -174,7 +171,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         self.seq = 0
         # Fetched, not yet acknowledged: [(seq, [job, ...]), ...] in seq order.
         self.pending: list[tuple[int, list[dict[str, Any]]]] = []
-        self._nodes: list[NodeInfo] = []
+        self._nodes: list[Node] = []
         self._clients: dict[str, redis.Redis] = {}
         self._refresh_at = 0.0
         self._rotation = 0
@@ -353,7 +350,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                  queued, len(jobs))
 
     # -- talking to the cluster ---------------------------------------------
-    def _client(self, node: NodeInfo) -> redis.Redis:
+    def _client(self, node: Node) -> redis.Redis:
         client = self._clients.get(node.id)
         if client is None:
             socket_timeout = max(30.0, self.timeout_ms / 1000 + 10)
@@ -361,7 +358,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             self._clients[node.id] = client
         return client
 
-    def _drop(self, node: NodeInfo) -> None:
+    def _drop(self, node: Node) -> None:
         client = self._clients.pop(node.id, None)
         if client is not None:
             with contextlib.suppress(Exception):
@@ -369,7 +366,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         self._nodes = [n for n in self._nodes if n.id != node.id]
         self._refresh_at = 0.0
 
-    def _live_nodes(self) -> list[NodeInfo]:
+    def _live_nodes(self) -> list[Node]:
         if not self._nodes or time.monotonic() >= self._refresh_at:
             try:
                 nodes = discover(self.seeds, self.password, self.tls)
@@ -389,7 +386,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                     self._clients.pop(nid).close()
         return self._nodes
 
-    def _qlen(self, node: NodeInfo) -> dict[tuple[str, str], int]:
+    def _qlen(self, node: Node) -> dict[tuple[str, str], int]:
         """QLEN of every queue on one node; an unreachable node counts as empty."""
         try:
             pipe = self._client(node).pipeline(transaction=False)
@@ -405,7 +402,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             raise DisqueError(f"disque: QLEN on {node.addr} failed: {exc}") from None
         return {(node.id, q): int(n) for q, n in zip(self.queues, lengths, strict=True)}
 
-    def _getjob(self, node: NodeInfo, count: int, mode: list[Any],
+    def _getjob(self, node: Node, count: int, mode: list[Any],
                 queues: list[str]) -> list[dict[str, Any]] | None:
         """One GETJOB on one node; None when the node failed or is leaving (dropped)."""
         try:
@@ -444,7 +441,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         if not jobs and self._target is None and self.timeout_ms > 0:
             nodes = self._live_nodes()
             if nodes:
-                best = by_preference(nodes)[0]
+                best = by_priority(nodes)[0]
                 jobs = self._getjob(best, min(count, self.batch_size),
                                     ["TIMEOUT", self.timeout_ms], self.queues) or []
         return jobs
@@ -472,7 +469,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                 jobs += got
         return jobs, more
 
-    def _asks(self, node: NodeInfo) -> list[tuple[list[str], int]]:
+    def _asks(self, node: Node) -> list[tuple[list[str], int]]:
         """(queues, most jobs) for one GETJOB each on this node: all queues at once, or
         under AvailableNow each queue for what it still owes the target."""
         if self._target is None:
@@ -510,10 +507,10 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                           + ("; ".join(errors) or "none reachable")
                           + "); Disque will deliver them again after their RETRY time")
 
-    def _nodes_for(self, nid: str) -> list[NodeInfo]:
+    def _nodes_for(self, nid: str) -> list[Node]:
         try:
             nodes = self._live_nodes()
         except DisqueError:
             nodes = self._nodes
         first = [n for n in nodes if n.id == nid]
-        return first + by_preference([n for n in nodes if n.id != nid])
+        return first + by_priority([n for n in nodes if n.id != nid])

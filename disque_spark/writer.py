@@ -30,7 +30,8 @@ import redis
 from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, StringType, StructType
 
-from disque_spark.client import DisqueError, NodeInfo, connect_best, parse_seeds
+from disque_common.client import Node
+from disque_spark.client import DisqueError, connect_best, parse_seeds
 from disque_spark.options import _opt, _opt_bool, _opt_int, _opt_tls
 
 log = logging.getLogger("disque_spark")
@@ -132,7 +133,7 @@ class _AddjobSession:
         self.w = writer
         self.added = 0
         self.client: redis.Redis | None = None
-        self.node: NodeInfo | None = None
+        self.node: Node | None = None
         self.excluded: set[str] = set()
 
     def _fail(self, error: str) -> DisqueError:

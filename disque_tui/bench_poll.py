@@ -27,6 +27,7 @@ from pathlib import Path
 
 import redis
 
+from disque_common.client import parse_hello
 from disque_tui.poller import Poller
 
 
@@ -73,7 +74,7 @@ def start_nodes(count: int, workdir: Path) -> list[tuple[subprocess.Popen, int]]
     deadline = time.monotonic() + 30
     while count > 1 and time.monotonic() < deadline:
         with redis.Redis(port=first, protocol=2) as c:
-            if len(c.execute_command("HELLO")) - 2 >= count:
+            if len(parse_hello(c.execute_command("HELLO")).nodes) >= count:
                 break
         time.sleep(0.1)
     return nodes

@@ -17,12 +17,10 @@ import sys
 from typing import TYPE_CHECKING
 
 import redis
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from redis.retry import Retry
 
-from disque_cli.options import OPTIONS, TLS_DESTS
-from disque_common.tls import TLS, TLSError, closed_hint, handshake_failure
+from disque_common.client import HelloError, connect, parse_hello
+from disque_common.tls import TLS, TLS_OPTIONS, TLSError, closed_hint, handshake_failure
 
 if TYPE_CHECKING:
     from disque_tui.poller import Poller
@@ -59,15 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
-    """`disque`'s --tls --cacert --cert --key --insecure, from its option table."""
-    for opt in OPTIONS:
-        if opt.dest not in TLS_DESTS:
-            continue
-        if opt.metavar is not None:
-            parser.add_argument(*opt.flags, dest=opt.dest, metavar=opt.metavar.upper(),
+    """`disque`'s --tls --cacert --cert --key --insecure (disque_common.tls)."""
+    for opt in TLS_OPTIONS:
+        if opt.takes_file:
+            parser.add_argument(opt.flag, dest=opt.dest, metavar="FILE",
                                 help=argparse_help(opt.help))
         else:
-            parser.add_argument(*opt.flags, dest=opt.dest, action="store_true",
+            parser.add_argument(opt.flag, dest=opt.dest, action="store_true",
                                 help=argparse_help(opt.help))
 
 
@@ -111,11 +107,9 @@ def probe(host: str, port: int, password: str | None, timeout: float,
           tls: TLS | None = None) -> str | None:
     """None when a Disque node answers HELLO at host:port, else why not (one line)."""
     try:
-        with redis.Redis(host=host, port=port, password=password, protocol=2,
-                         socket_connect_timeout=timeout, socket_timeout=timeout,
-                         retry=Retry(NoBackoff(), 0),
-                         **(tls.client_kwargs() if tls else {})) as client:
-            reply = client.execute_command("HELLO")
+        with connect(host, port, password, socket_timeout=timeout, connect_timeout=timeout,
+                     tls=tls, raw=True) as client:
+            parse_hello(client.execute_command("HELLO"))
     except redis.exceptions.TimeoutError:
         return f"no reply within {timeout:g}s (is it a Disque client port?)"
     except redis.exceptions.ConnectionError as exc:
@@ -125,7 +119,7 @@ def probe(host: str, port: int, password: str | None, timeout: float,
         return short_reason(exc)
     except OSError as exc:
         return exc.strerror or str(exc)
-    if not isinstance(reply, list) or len(reply) < 2:
+    except HelloError:
         return "not a Disque node (unexpected HELLO reply)"
     return None
 

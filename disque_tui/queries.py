@@ -4,7 +4,8 @@ The poller talks to nodes only through the functions here, so the wire
 vocabulary of the dashboard reads in one place. Replies arrive raw (bytes,
 ints, nested lists: redis-py's response callbacks are switched off) and are
 turned into plain Python values by the `parse_*` functions, which are pure and
-tested without sockets.
+tested without sockets; HELLO and INFO are read by `disque_common.client`, as
+in every tool of the project.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import redis.asyncio as aredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
+from disque_common.client import Hello, connect_async, flat_info, parse_hello, text
 from disque_common.tls import TLS
 
 # ---------------------------------------------------------------------------
@@ -34,21 +34,8 @@ def connect(host: str, port: int, password: str | None, timeout: float,
     of the thousand replies of a pipeline. With `tls`, the handshake is bounded
     by the same connect timeout.
     """
-    client = aredis.Redis(host=host, port=port, password=password, protocol=2,
-                          socket_connect_timeout=timeout, socket_timeout=None,
-                          retry=Retry(NoBackoff(), 0), max_connections=4,
-                          **(tls.client_kwargs() if tls else {}))
-    client.response_callbacks.clear()  # raw replies: INFO as bytes, not a dict
-    return client
-
-
-def text(value: Any) -> str:
-    """A reply element as str (bulk strings arrive as bytes)."""
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
+    return connect_async(host, port, password, connect_timeout=timeout,
+                         socket_timeout=None, tls=tls, max_connections=4)
 
 
 def integer(value: Any, default: int = 0) -> int:
@@ -68,41 +55,6 @@ def parse_flat(reply: list | None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 # Reply parsers
 # ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class HelloEntry:
-    id: str
-    host: str
-    port: int
-    priority: int
-
-
-@dataclass(frozen=True, slots=True)
-class Hello:
-    myid: str
-    nodes: tuple[HelloEntry, ...]
-
-
-def parse_hello(reply: list) -> Hello:
-    """HELLO: `[version, myid, [id, ip, port, priority], ...]`."""
-    if not isinstance(reply, list) or len(reply) < 2:
-        raise ValueError(f"unexpected HELLO reply: {reply!r}")
-    nodes = tuple(HelloEntry(text(e[0]), text(e[1]), integer(e[2]), integer(e[3], 1))
-                  for e in reply[2:] if isinstance(e, list) and len(e) >= 4)
-    return Hello(text(reply[1]), nodes)
-
-
-def parse_info(reply: bytes | str) -> dict[str, str]:
-    """INFO text as `{field: value}`; section headers and blank lines skipped."""
-    fields: dict[str, str] = {}
-    for line in text(reply).splitlines():
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition(":")
-        if sep:
-            fields[key] = value.strip()
-    return fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +196,7 @@ async def fetch_node(client: aredis.Redis, scan_count: int = 500,
                     queues[stat.name] = stat
     longest = sorted((q for q in queues.values() if q.length > 0), key=lambda q: -q.length)
     oldest = await oldest_jobs(client, [q.name for q in longest[:OLDEST_QUEUES]])
-    return NodeReport(parse_hello(hello), parse_info(info), parse_cluster_nodes(nodes), queues,
+    return NodeReport(parse_hello(hello), flat_info(info), parse_cluster_nodes(nodes), queues,
                       oldest)
 
 

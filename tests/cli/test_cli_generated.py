@@ -10,8 +10,8 @@ import pexpect
 import pytest
 
 from disque_cli import commands
-from disque_cli.gen_completions import generate
 from disque_cli.options import CLUSTER_VERBS
+from docgen import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(30)
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(30)
 
 def test_committed_files_are_up_to_date() -> None:
     assert generate(ROOT, check=True) == [], (
-        "run `python -m disque_cli.gen_completions` and commit the result")
+        "run `python -m docgen` and commit the result")
 
 
 def bash_complete(*words: str) -> list[str]:

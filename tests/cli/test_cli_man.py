@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from disque_cli.gen_man_pages import DIRECTIVES, PAGES, generate
+from docgen import generate
+from docgen.man_pages import DIRECTIVES, PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(30)
@@ -22,7 +23,7 @@ def conf_directives() -> list[str]:
 
 def test_pages_are_up_to_date() -> None:
     assert generate(ROOT, check=True) == [], (
-        "run `python -m disque_cli.gen_man_pages` and commit the result")
+        "run `python -m docgen` and commit the result")
 
 
 def test_every_directive_is_documented_and_real() -> None:

@@ -10,6 +10,9 @@ import pytest
 from clihelpers import tty_output
 from nodes import free_port, wait_for
 
+from disque_cli.connection import Endpoint, Session
+from disque_cli.replies import Map
+
 pytestmark = pytest.mark.timeout(30)
 
 JOB_ID = re.compile(r"^D-[0-9a-f]{8}-[A-Za-z0-9+/]{24}-[0-9a-f]{4}$")
@@ -226,3 +229,27 @@ def test_ctrl_c_on_a_blocked_command(spawn, node) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130 and "Traceback" not in child.before
+
+
+def test_hello_3_one_shot(cli) -> None:
+    """HELLO 3 in one shot prints the RESP3 map, in every output mode."""
+    assert '3# "proto" => (integer) 3\n' in cli("--no-raw", "hello", "3").out
+    assert "\nproto 3\n" in cli("hello", "3").out
+    hello = json.loads(cli("--json", "hello", "3").out)
+    assert hello["server"] == "disque" and hello["proto"] == 3
+
+
+def test_resp3_survives_a_reconnection(node) -> None:
+    """The session speaks RESP3 again after a lost connection, as the user asked."""
+    session = Session(Endpoint(port=node.port))
+    try:
+        session.call("HELLO", "3")
+        assert isinstance(session.call("CONFIG", "GET", "hz"), Map)
+        session.close()    # as a lost connection: the next call reconnects
+        assert isinstance(session.call("CONFIG", "GET", "hz"), Map)
+        session.call("HELLO", "2")
+        session.close()
+        reply = session.call("CONFIG", "GET", "hz")
+        assert reply == [b"hz", b"10"] and not isinstance(reply, Map)
+    finally:
+        session.close()

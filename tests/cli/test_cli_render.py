@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 
 from disque_cli.render import Mode, RenderOptions, quote, render
-from disque_cli.replies import ErrorReply, Status, parse_all
+from disque_cli.replies import (
+    Double,
+    ErrorReply,
+    Map,
+    RespSet,
+    Status,
+    Verbatim,
+    parse_all,
+)
 
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "redis_cli_outputs.json")
                       .read_text())["cases"]
@@ -81,3 +89,55 @@ def test_verbatim_text_is_printed_as_is_in_every_mode_but_json() -> None:
     text = b"# Jobs\r\nregistered_jobs:5\r\n"
     for mode in (Mode.STANDARD, Mode.RAW, Mode.CSV):
         assert render(text, RenderOptions(mode=mode), verbatim=True) == text
+
+
+# ---- RESP3, after HELLO 3 ------------------------------------------------------------
+# Expected outputs as redis-cli 7.0 prints the same bytes (checked side by side on a
+# redis-server in test_cli_vs_redis_cli.py::test_resp3_after_hello_3).
+
+RESP3 = (b"%2\r\n+a\r\n:1\r\n$1\r\nx\r\n*2\r\n:1\r\n:2\r\n"     # map, multi-line value
+         b"~2\r\n$1\r\ny\r\n,1.5\r\n"                          # set, double
+         b"*4\r\n#t\r\n#f\r\n_\r\n%0\r\n"                      # booleans, null, empty map
+         b"|1\r\n+ttl\r\n:3\r\n=9\r\ntxt:hi yo\r\n"            # attribute, verbatim
+         b"(12345678901234567890\r\n!5\r\nERR x\r\n")           # big number, blob error
+
+
+def test_resp3_reply_types() -> None:
+    replies, used = parse_all(RESP3)
+    assert used == len(RESP3)
+    a_map, a_set, scalars, verbatim, big, error = replies
+    assert isinstance(a_map, Map) and a_map == [b"a", 1, b"x", [1, 2]]
+    assert isinstance(a_set, RespSet) and isinstance(a_set[1], Double)
+    assert scalars == [True, False, None, []] and isinstance(scalars[3], Map)
+    assert isinstance(verbatim, Verbatim) and verbatim == b"hi yo"   # the attribute is skipped
+    assert big == 12345678901234567890 and error == ErrorReply(b"ERR x")
+
+
+def test_resp3_standard_output() -> None:
+    a_map, a_set, scalars, verbatim, _big, _error = parse_all(RESP3)[0]
+    options = RenderOptions(mode=Mode.STANDARD)
+    assert render(a_map, options) == (b'1# a => (integer) 1\n'
+                                      b'2# "x" => \n   1) (integer) 1\n   2) (integer) 2\n')
+    assert render(a_set, options) == b'1~ "y"\n2~ (double) 1.5\n'
+    assert render(scalars, options) == b"1) (true)\n2) (false)\n3) (nil)\n4) (empty hash)\n"
+    assert render(RespSet(), options) == b"(empty set)\n"
+    assert render(verbatim, options) == b"hi yo\n"
+    nested = Map([b"y", Map([b"z", b"w"])])    # a one-line value stays on the key's line
+    assert render(nested, options) == b'1# "y" => 1# "z" => "w"\n'
+
+
+def test_resp3_raw_csv_and_json_output() -> None:
+    a_map, a_set, scalars, _verbatim, _big, _error = parse_all(RESP3)[0]
+    raw, csv = RenderOptions(mode=Mode.RAW), RenderOptions(mode=Mode.CSV)
+    assert render(a_map, raw) == b"a 1\nx 1\n2\n"
+    assert render(scalars, raw) == b"(true)\n(false)\n\n\n"
+    assert render(a_map, csv) == b'"a",1,"x",1,2\n'
+    assert render(a_set, csv) == b'"y",1.5\n'
+    assert render(scalars, csv) == b"true,false,NULL,\n"
+    as_json = RenderOptions(mode=Mode.JSON)
+    assert json.loads(render(a_map, as_json)) == {"a": 1, "x": [1, 2]}
+    assert json.loads(render([a_set, scalars], as_json)) == [["y", 1.5],
+                                                             [True, False, None, {}]]
+    # Disque's key/value shapes read a map as they read a flat array.
+    qstat = Map([b"name", b"q", b"len", 1])
+    assert json.loads(render(qstat, as_json, shape="pairs")) == {"name": "q", "len": 1}

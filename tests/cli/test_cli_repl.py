@@ -90,6 +90,21 @@ def test_prompt_and_typed_replies(repl) -> None:
     session.ask("getjob nohang from nothing", r"\(nil\)\n")
 
 
+def test_hello_3_switches_the_session_to_resp3(repl) -> None:
+    """As in redis-cli 7: after HELLO 3 the node answers in RESP3 and maps print as
+    `1# "key" => value`; HELLO 2 goes back (it was a protocol error and a lost
+    connection before)."""
+    session = repl()
+    session.ask("addjob q body 0", r"\nD-")
+    session.ask("hello 3", r'1# "server" => "disque"\n(.*\n)*3# "proto" => \(integer\) 3\n')
+    session.ask("qstat q", r' 1# "name" => "q"\n 2# "len" => \(integer\) 1\n')
+    session.ask("getjob nohang from nothing", r"\(nil\)\n")
+    session.ask("hello", r'1\) \(integer\) 1\n2\) "[0-9a-f]{40}"\n')
+    session.ask("hello 2", r' 5\) "proto"\n 6\) \(integer\) 2\n')
+    session.ask("qstat q", r' 1\) "name"\n 2\) "q"\n')
+    assert "Protocol error" not in session.screen.text()
+
+
 @pytest.mark.parametrize("term", ["xterm-256color", "dumb"])
 def test_expect_sees_the_exact_prompt_at_once(spawn, node, term: str) -> None:
     """As an expect script drives redis-cli: wait for the exact prompt text, send a

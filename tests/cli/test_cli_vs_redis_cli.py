@@ -10,6 +10,7 @@ comparison of test_cli_render.py still runs there).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -80,6 +81,32 @@ PIPELINE = b"\n".join([
 def test_stdin_pipeline(both, mode: str) -> None:
     theirs, ours = both(*MODES[mode], input=PIPELINE)
     assert ours.stdout == theirs.stdout
+    assert ours.returncode == theirs.returncode == 0
+
+
+RESP3_PIPELINE = b"\n".join([
+    b"hello 3",
+    b"eval \"redis.setresp(3); return {map={a=1}}\" 0",
+    b"eval \"redis.setresp(3); return {map={x={1,2},y={map={z='w'}}}}\" 0",
+    b"eval \"redis.setresp(3); return {set={q=true}}\" 0",
+    b"eval \"redis.setresp(3); return {1,{double=2.5},true,false,{map={}},{set={}}}\" 0",
+    b"eval \"redis.setresp(3); return nil\" 0",
+    b"eval \"redis.setresp(3); return {map={k=redis.error_reply('ERR x')}}\" 0",
+    b"hello 2",
+    b"eval \"redis.setresp(3); return {map={a=1}}\" 0",
+    b"",
+])
+
+
+@pytest.mark.parametrize("mode", ["pipe", "no-raw", "csv"])
+def test_resp3_after_hello_3(both, mode: str) -> None:
+    """HELLO 3 switches the connection to RESP3: maps, sets, doubles, booleans and
+    nulls print as redis-cli 7 prints them, and HELLO 2 switches back."""
+    theirs, ours = both(*MODES[mode], input=RESP3_PIPELINE)
+    # HELLO's replies hold the client ID, one per connection: as a map, then an array.
+    client_id = re.compile(rb'("id" => \(integer\) |"id"\n *\d+\) \(integer\) |\nid[ \n]|"id",)\d+')
+    assert client_id.sub(rb"\1N", ours.stdout) == client_id.sub(rb"\1N", theirs.stdout)
+    assert b"Protocol error" not in ours.stdout + ours.stderr
     assert ours.returncode == theirs.returncode == 0
 
 

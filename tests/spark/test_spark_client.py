@@ -6,12 +6,11 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from disque_common.client import Node, by_priority  # noqa: E402
 from disque_spark.client import (  # noqa: E402
     DisqueError,
-    NodeInfo,
-    by_preference,
+    hello_nodes,
     job_from_pairs,
-    parse_hello,
     parse_seeds,
 )
 
@@ -26,22 +25,22 @@ def test_parse_seeds():
         parse_seeds(" , ")
 
 
-def test_parse_hello_and_preference():
+def test_hello_nodes_and_priority():
     reply = [1, b"aa", [b"aa", b"", b"7711", b"1"], [b"bb", b"10.0.0.2", b"7712", b"100"],
              [b"cc", b"10.0.0.3", b"7713", b"1"]]
-    nodes = parse_hello(reply, "seed.example")
-    assert nodes[0] == NodeInfo("aa", "seed.example", 7711, 1)   # empty IP: the seed's host
+    nodes = hello_nodes(reply, "seed.example")
+    assert nodes[0] == Node("aa", "seed.example", 7711, 1)   # empty IP: the seed's host
     assert nodes[1].addr == "10.0.0.2:7712" and nodes[1].priority == 100
-    assert by_preference(nodes)[-1].id == "bb"
+    assert by_priority(nodes)[-1].id == "bb"
     with pytest.raises(DisqueError, match="unexpected HELLO"):
-        parse_hello([2, b"x"], "h")
+        hello_nodes([2, b"x"], "h")
 
 
-def test_parse_hello_reaches_the_seed_where_it_answered():
+def test_hello_nodes_reach_the_seed_where_it_answered():
     """Over TLS the seed's own entry gets the port we reached it on (its tls-port):
     HELLO lists client ports."""
     reply = [1, b"aa", [b"aa", b"10.0.0.1", b"7711", b"1"], [b"bb", b"10.0.0.2", b"7712", b"1"]]
-    nodes = parse_hello(reply, "seed.example", 7811)
+    nodes = hello_nodes(reply, "seed.example", 7811)
     assert [n.addr for n in nodes] == ["10.0.0.1:7811", "10.0.0.2:7712"]
 
 

@@ -17,10 +17,6 @@ from disque_tui.snapshot import (
 
 pytestmark = pytest.mark.timeout(10)
 
-HELLO = [1, b"5b5ace285121e336847f55fb92f1935774ebfce4",
-         [b"78e24da148cd9c9fc69d2b889eba1abb7bdf05b0", b"127.0.0.1", b"7712", b"1"],
-         [b"5b5ace285121e336847f55fb92f1935774ebfce4", b"127.0.0.1", b"7711", b"1"],
-         [b"725c0613b8b134d5d1c8b5e88bf61de102c81c10", b"127.0.0.1", b"7713", b"100"]]
 CLUSTER_NODES = (
     b"78e24da148cd9c9fc69d2b889eba1abb7bdf05b0 127.0.0.1:7712 noflags 0 1795316026878 connected\n"
     b"5b5ace285121e336847f55fb92f1935774ebfce4 127.0.0.1:7711 myself 0 0 connected\n"
@@ -29,14 +25,6 @@ CLUSTER_NODES = (
 QSTAT = [b"name", b"fed", b"len", 1, b"age", 0, b"idle", 0, b"blocked", 0, b"import-from",
          [b"78e24da148cd9c9fc69d2b889eba1abb7bdf05b0"], b"import-rate", 60, b"jobs-in", 3,
          b"jobs-out", 2, b"pause", b"none"]
-
-
-def test_parse_hello() -> None:
-    hello = queries.parse_hello(HELLO)
-    assert hello.myid == "5b5ace285121e336847f55fb92f1935774ebfce4"
-    assert [(n.port, n.priority) for n in hello.nodes] == [(7712, 1), (7711, 1), (7713, 100)]
-    with pytest.raises(ValueError):
-        queries.parse_hello(b"OK")
 
 
 def test_parse_cluster_nodes() -> None:
@@ -50,12 +38,6 @@ def test_parse_cluster_nodes_with_a_bus_port() -> None:
     [line] = queries.parse_cluster_nodes(
         b"%s 10.0.0.2:7711@27711 noflags 0 0 connected\n" % (b"a" * 40))
     assert line.address == "10.0.0.2:7711"
-
-
-def test_parse_info() -> None:
-    info = queries.parse_info(b"# Jobs\r\nregistered_jobs:3\r\n\r\n# Queues\r\n"
-                              b"registered_queues:2\r\nexecutable:/a:b\r\n")
-    assert info == {"registered_jobs": "3", "registered_queues": "2", "executable": "/a:b"}
 
 
 def test_parse_qstat() -> None:

@@ -1,24 +1,17 @@
 """The man pages of the other programs: disque-server(1), disque-tui(1), disque.conf(5).
 
-    python -m disque_cli.gen_man_pages            write man/
-    python -m disque_cli.gen_man_pages --check    exit 1 if they are stale
-
 Defaults come from the server's directive table (disque_server.config.PARAMS),
 the dashboard's options from its argument parser and its keys from its help
 screen, so the pages follow the code; the prose is here. disque(1) is
-written by gen_man.py (through gen_completions). Read them with
+written by man.py. Read them with
 `man ./man/disque.conf.5`.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-from disque_cli.gen_man import DATE, esc
 from disque_cli.options import OPTIONS, TLS_DESTS
+from docgen.man import DATE, esc
 
-ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "disque-py"
 
 # ---- disque.conf(5) -------------------------------------------------------------------
@@ -476,21 +469,3 @@ PAGES = {
     "man/disque-tui.1": tui_page,
     "man/disque.conf.5": conf_page,
 }
-
-
-def generate(root: Path = ROOT, check: bool = False) -> list[str]:
-    """Write (or with check, compare) these pages; return the stale ones."""
-    from disque_cli.gen_completions import sync_files
-
-    return sync_files({path: make() for path, make in PAGES.items()}, root, check)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Kept as an entry point: every generated file comes from gen_completions."""
-    from disque_cli import gen_completions
-
-    return gen_completions.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,6 @@
 """The disque(1) man page, written from the option and command tables.
 
-Generated with the completion scripts by `python -m disque_cli.gen_completions`
-into man/disque.1; read it with `man ./man/disque.1`.
+Written by `python -m docgen` into man/disque.1; read it with `man ./man/disque.1`.
 """
 
 from __future__ import annotations
@@ -230,6 +229,12 @@ def man_page() -> str:
         "\\fBJSCAN REPLY ALL\\fR as objects, \\fBHELLO\\fR as",
         "{\\(dqversion\\(dq, \\(dqid\\(dq, \\(dqnodes\\(dq}, \\fBINFO\\fR as an object of sections, and",
         "errors as {\\(dqerror\\(dq: \\(dq...\\(dq}.",
+        ".PP",
+        "\\fBHELLO 3\\fR switches the session to RESP3, as in redis\\-cli 7, until",
+        "\\fBHELLO 2\\fR (reconnections keep it): maps print as",
+        "\\fB1# \\(dqlen\\(dq => (integer) 1\\fR, sets as \\fB1~\\fR lists, doubles as",
+        "\\fB(double) 1.5\\fR, booleans as \\fB(true)\\fR and \\fB(false)\\fR; with",
+        "\\fB\\-\\-json\\fR maps are objects.",
         ".SH INTERACTIVE MODE",
         "The prompt shows the node, \\fB127.0.0.1:7711>\\fR, or \\fBnot connected>\\fR when",
         "the node cannot be reached; every command then tries to reconnect. Besides",
