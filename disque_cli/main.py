@@ -48,6 +48,7 @@ class Config:
     # ---- connection
     host: str | None = None
     port: int | None = None
+    socket: str | None = None
     password: str | None = None
     uri: str | None = None
     no_auth_warning: bool = False

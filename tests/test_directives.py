@@ -95,6 +95,10 @@ SAMPLES = {
     "syslog-ident": "disque-test", "cluster-password": "secret", "tls-port": None,
     "tls-cert-file": None, "tls-key-file": None, "tls-ca-cert-file": None,
     "tls-auth-clients": "optional", "tls-cluster": "no",
+    # ports of their own are tested in test_metrics.py and test_nat.py
+    "metrics-port": None, "metrics-bind": "127.0.0.1", "metrics-max-queues": "10",
+    "cluster-port": None, "cluster-announce-ip": "127.0.0.1",
+    "cluster-announce-port": "7711", "cluster-announce-bus-port": "17711",
 }
 
 
