@@ -93,10 +93,21 @@ def start_node(tmp: Path, name: str, extra: Sequence[str] = ()) -> Server:
         log = node_dir / "disque.log"
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-        argv = [sys.executable, "-m", "disque_server", "--port", str(port),
-                "--dir", str(node_dir), "--logfile", str(log),
-                *(["--appendonly", "no"] if "--appendonly" not in extra else []), *extra]
+            p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
+        )
+        argv = [
+            sys.executable,
+            "-m",
+            "disque_server",
+            "--port",
+            str(port),
+            "--dir",
+            str(node_dir),
+            "--logfile",
+            str(log),
+            *(["--appendonly", "no"] if "--appendonly" not in extra else []),
+            *extra,
+        ]
         server = Server(f"disque node ({name})", argv, port, log, env)
         try:
             server.start()
@@ -123,17 +134,24 @@ def form_cluster(nodes: list[Server]) -> None:
     n = len(nodes)
     while time.monotonic() < deadline:
         infos = [cluster_info(node.port) for node in nodes]
-        if all(i.get("cluster_known_nodes") == str(n)
-               and i.get("cluster_reachable_nodes") == str(n - 1) for i in infos):
+        if all(
+            i.get("cluster_known_nodes") == str(n)
+            and i.get("cluster_reachable_nodes") == str(n - 1)
+            for i in infos
+        ):
             return
         time.sleep(0.1)
     raise BenchError(f"the {n} nodes did not form a full mesh within {MESH_TIMEOUT:.0f}s")
 
 
 @contextlib.contextmanager
-def running(tmp: Path, name: str, count: int = 1, extra: Sequence[str] = (),
-            start: Callable[[Path, str, Sequence[str]], Server] = start_node,
-            ) -> Iterator[list[Server]]:
+def running(
+    tmp: Path,
+    name: str,
+    count: int = 1,
+    extra: Sequence[str] = (),
+    start: Callable[[Path, str, Sequence[str]], Server] = start_node,
+) -> Iterator[list[Server]]:
     """Start `count` nodes (a cluster when more than one), stop them all on the way out.
     `start` starts one node: this checkout's by default (bench/vs_disque.py passes
     one that starts the C Disque server)."""
@@ -143,8 +161,10 @@ def running(tmp: Path, name: str, count: int = 1, extra: Sequence[str] = (),
             nodes.append(start(tmp, f"{name}{i}" if count > 1 else name, extra))
         if count > 1:
             form_cluster(nodes)
-        say(f"{name}: {count} node{'s' if count > 1 else ''} on port"
-            f"{'s' if count > 1 else ''} {', '.join(str(n.port) for n in nodes)}")
+        say(
+            f"{name}: {count} node{'s' if count > 1 else ''} on port"
+            f"{'s' if count > 1 else ''} {', '.join(str(n.port) for n in nodes)}"
+        )
         yield nodes
     finally:
         for node in nodes:
@@ -165,13 +185,16 @@ def environment() -> str:
     except ImportError:
         loop = "asyncio"
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"{platform.machine()}, {os.cpu_count()} CPUs (load {load} at the start), "
-            f"Python {platform.python_version()} ({loop})")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} CPUs (load {load} at the start), "
+        f"Python {platform.python_version()} ({loop})"
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Running disque-benchmark
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -185,31 +208,34 @@ class Scale:
     queues: int  # queues of the many-queues scenario
 
 
-QUICK = Scale("quick", jobs=200_000, duration=2.0, mem_jobs=100_000, idle=1_000,
-              queues=10_000)
-FULL = Scale("full", jobs=2_000_000, duration=12.0, mem_jobs=1_000_000, idle=1_000,
-             queues=10_000)
+QUICK = Scale("quick", jobs=200_000, duration=2.0, mem_jobs=100_000, idle=1_000, queues=10_000)
+FULL = Scale("full", jobs=2_000_000, duration=12.0, mem_jobs=1_000_000, idle=1_000, queues=10_000)
 
 
-def benchmark(addr: Server | Sequence[Server], args: Sequence[str], timeout: float = 300.0,
-              ) -> dict[str, Any]:
+def benchmark(
+    addr: Server | Sequence[Server],
+    args: Sequence[str],
+    timeout: float = 300.0,
+) -> dict[str, Any]:
     """Run `disque-benchmark --json -q ARGS` (from this checkout); its JSON result, with
     "exit_code" added. Nodes: the seed (discovery) or, for a list, --node for each."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     if isinstance(addr, Server):
         where = ["-h", HOST, "-p", str(addr.port)]
     else:
         where = [a for n in addr for a in ("--node", f"{HOST}:{n.port}")]
     argv = [sys.executable, "-m", "disque_cli.benchmark", *where, "--json", "-q", *args]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL
+    )
     try:
         result = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        raise BenchError(f"disque-benchmark {' '.join(args)} exited with {proc.returncode}: "
-                         f"{proc.stderr.strip()[-2000:]}") from None
+        raise BenchError(
+            f"disque-benchmark {' '.join(args)} exited with {proc.returncode}: "
+            f"{proc.stderr.strip()[-2000:]}"
+        ) from None
     result["exit_code"] = proc.returncode
     result["stderr"] = proc.stderr.strip()
     return result
@@ -233,8 +259,14 @@ class Row:
         return float(self.result["consume_rate"]) if self.result else 0.0
 
 
-def run_row(rows: list[Row], scenario: str, addr: Server | Sequence[Server],
-            args: Sequence[str], scale: Scale, notes: Sequence[str] = ()) -> Row:
+def run_row(
+    rows: list[Row],
+    scenario: str,
+    addr: Server | Sequence[Server],
+    args: Sequence[str],
+    scale: Scale,
+    notes: Sequence[str] = (),
+) -> Row:
     say(f"  {scenario} ...")
     full_args = ["-n", str(scale.jobs), "--duration", str(scale.duration), *args]
     result = benchmark(addr, full_args)
@@ -262,16 +294,19 @@ def describe(row: Row) -> str:
         return row.value
     text = f"{r['produce_rate']:,.0f} added/s"
     if r["config"]["consumers"]:
-        text += (f", {r['consume_rate']:,.0f} consumed/s, e2e p99 "
-                 f"{ms(r['e2e_latency_ms'], 'p99')} ms")
+        text += (
+            f", {r['consume_rate']:,.0f} consumed/s, e2e p99 {ms(r['e2e_latency_ms'], 'p99')} ms"
+        )
     text += f", ADDJOB p99 {ms(r['addjob_latency_ms'], 'p99')} ms"
     return text
 
 
 def markdown(rows: list[Row], extra_lines: Sequence[str], header: str) -> str:
-    lines = ["| scenario | added/s | consumed/s | ADDJOB p50 / p99 ms | "
-             "end-to-end p50 / p99 / p99.9 ms | lost / dup | notes |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        "| scenario | added/s | consumed/s | ADDJOB p50 / p99 ms | "
+        "end-to-end p50 / p99 / p99.9 ms | lost / dup | notes |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     for row in rows:
         r = row.result
         if r is None:
@@ -285,9 +320,11 @@ def markdown(rows: list[Row], extra_lines: Sequence[str], header: str) -> str:
             check = f"{r['lost']:,} not drained / {r['duplicates']}"
         consumed = f"{r['consume_rate']:,.0f}" if consumers else "—"
         e2e = f"{ms(e, 'p50')} / {ms(e, 'p99')} / {ms(e, 'p99_9')}" if consumers else "—"
-        lines.append(f"| {row.scenario} | {r['produce_rate']:,.0f} | {consumed} | "
-                     f"{ms(a, 'p50')} / {ms(a, 'p99')} | {e2e} | {check} | "
-                     f"{'; '.join(row.notes)} |")
+        lines.append(
+            f"| {row.scenario} | {r['produce_rate']:,.0f} | {consumed} | "
+            f"{ms(a, 'p50')} / {ms(a, 'p99')} | {e2e} | {check} | "
+            f"{'; '.join(row.notes)} |"
+        )
     lines.append("")
     lines.extend(extra_lines)
     lines.append("")
@@ -298,6 +335,7 @@ def markdown(rows: list[Row], extra_lines: Sequence[str], header: str) -> str:
 # --------------------------------------------------------------------------------------
 # Scenarios
 # --------------------------------------------------------------------------------------
+
 
 def single_addjob(tmp: Path, scale: Scale, rows: list[Row], node: Server | None = None) -> Row:
     """ADDJOB only on one node: the baseline of the replication ratio."""
@@ -313,21 +351,37 @@ def single_addjob(tmp: Path, scale: Scale, rows: list[Row], node: Server | None 
 def cluster_scenarios(tmp: Path, scale: Scale, rows: list[Row]) -> Row:
     """The 3-node scenarios; returns the REPLICATE 3 sync ADDJOB-only row."""
     with running(tmp, "cluster", 3) as nodes:
-        run_row(rows, "3 nodes: REPLICATE 3 sync, cycle", nodes,
-                ["--replicate", "3"], scale)
-        sync_only = run_row(rows, "3 nodes: REPLICATE 3 sync, ADDJOB only", nodes,
-                            ["--replicate", "3", "--consumers", "0"], scale)
+        run_row(rows, "3 nodes: REPLICATE 3 sync, cycle", nodes, ["--replicate", "3"], scale)
+        sync_only = run_row(
+            rows,
+            "3 nodes: REPLICATE 3 sync, ADDJOB only",
+            nodes,
+            ["--replicate", "3", "--consumers", "0"],
+            scale,
+        )
         for node in nodes:
             flush(node)
-        run_row(rows, "3 nodes: REPLICATE 3 ASYNC, cycle", nodes,
-                ["--replicate", "3", "--async"], scale)
-        run_row(rows, "3 nodes: federation, add on node 1, get on node 2 (REPLICATE 1)",
-                nodes, ["--replicate", "1",
-                        "--producer-node", f"{HOST}:{nodes[0].port}",
-                        "--consumer-node", f"{HOST}:{nodes[1].port}",
-                        # Jobs move across nodes slower than they are added: give the
-                        # backlog time to drain, so that every job is checked.
-                        "--drain-timeout", "120"], scale)
+        run_row(
+            rows, "3 nodes: REPLICATE 3 ASYNC, cycle", nodes, ["--replicate", "3", "--async"], scale
+        )
+        run_row(
+            rows,
+            "3 nodes: federation, add on node 1, get on node 2 (REPLICATE 1)",
+            nodes,
+            [
+                "--replicate",
+                "1",
+                "--producer-node",
+                f"{HOST}:{nodes[0].port}",
+                "--consumer-node",
+                f"{HOST}:{nodes[1].port}",
+                # Jobs move across nodes slower than they are added: give the
+                # backlog time to drain, so that every job is checked.
+                "--drain-timeout",
+                "120",
+            ],
+            scale,
+        )
     return sync_only
 
 
@@ -335,8 +389,10 @@ def ratio_line(sync_only: Row, single: Row) -> str:
     if not single.produce_rate:
         return "3-node REPLICATE 3 sync ADDJOB rate: no single-node baseline"
     ratio = sync_only.produce_rate / single.produce_rate
-    return (f"3-node REPLICATE 3 sync ADDJOB rate / single-node ADDJOB rate: **{ratio:.3f}** "
-            f"({sync_only.produce_rate:,.0f} / {single.produce_rate:,.0f} jobs/s)")
+    return (
+        f"3-node REPLICATE 3 sync ADDJOB rate / single-node ADDJOB rate: **{ratio:.3f}** "
+        f"({sync_only.produce_rate:,.0f} / {single.produce_rate:,.0f} jobs/s)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

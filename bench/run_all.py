@@ -63,7 +63,11 @@ def fill(port: int, queue: bytes, jobs: int, body: bytes) -> None:
     import hiredis
 
     one = b"*4\r\n$6\r\nADDJOB\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$1\r\n0\r\n" % (
-        len(queue), queue, len(body), body)
+        len(queue),
+        queue,
+        len(body),
+        body,
+    )
     reader = hiredis.Reader()
     with socket.create_connection((HOST, port), timeout=60) as s:
         left = jobs
@@ -98,10 +102,14 @@ def memory_row(tmp: Path, scale: Scale, rows: list[Row]) -> Row:
         after = node.rss()
         qlen = int(command(node.port, "QLEN", "memq"))
         per_job = (after - before) / scale.mem_jobs
-        row = Row(f"memory per queued job ({scale.mem_jobs:,} jobs, "
-                  f"{len(MEM_BODY)}-byte body)", value=f"{per_job:,.0f} B/job")
-        row.notes.append(f"RSS {before / 2**20:.1f} → {after / 2**20:.1f} MiB; "
-                         f"filled at {scale.mem_jobs / elapsed:,.0f} jobs/s (pipelined)")
+        row = Row(
+            f"memory per queued job ({scale.mem_jobs:,} jobs, {len(MEM_BODY)}-byte body)",
+            value=f"{per_job:,.0f} B/job",
+        )
+        row.notes.append(
+            f"RSS {before / 2**20:.1f} → {after / 2**20:.1f} MiB; "
+            f"filled at {scale.mem_jobs / elapsed:,.0f} jobs/s (pipelined)"
+        )
         if qlen != scale.mem_jobs:
             row.notes.append(f"QLEN memq is {qlen:,}, expected {scale.mem_jobs:,}")
         rows.append(row)
@@ -120,20 +128,35 @@ def run(tmp: Path, scale: Scale, rows: list[Row], extra: list[str]) -> None:
         cycle = run_row(rows, "1 node: ADDJOB → GETJOB → ACKJOB", node, [], scale)
         flush(node)
         single = single_addjob(tmp, scale, rows, node)
-        idle = run_row(rows, f"1 node: cycle with {scale.idle:,} idle clients", node,
-                       ["--idle", str(scale.idle)], scale)
+        idle = run_row(
+            rows,
+            f"1 node: cycle with {scale.idle:,} idle clients",
+            node,
+            ["--idle", str(scale.idle)],
+            scale,
+        )
         ratio_note(idle, cycle)
         flush(node)
-        queues = run_row(rows, f"1 node: cycle over {scale.queues:,} queues", node,
-                         ["--queues", str(scale.queues)], scale)
+        queues = run_row(
+            rows,
+            f"1 node: cycle over {scale.queues:,} queues",
+            node,
+            ["--queues", str(scale.queues)],
+            scale,
+        )
         ratio_note(queues, cycle)
         flush(node)
         rate = max(1, int(cycle.consume_rate / 2))
-        paced = run_row(rows, "1 node: cycle at ~50% load", node, ["--rate", str(rate)],
-                        scale, notes=[f"--rate {rate:,} (half the cycle rate)"])
+        paced = run_row(
+            rows,
+            "1 node: cycle at ~50% load",
+            node,
+            ["--rate", str(rate)],
+            scale,
+            notes=[f"--rate {rate:,} (half the cycle rate)"],
+        )
         flush(node)
-    with running(tmp, "aof", extra=["--appendonly", "yes", "--appendfsync",
-                                    "everysec"]) as nodes:
+    with running(tmp, "aof", extra=["--appendonly", "yes", "--appendfsync", "everysec"]) as nodes:
         aof = run_row(rows, "1 node, AOF everysec: cycle", nodes[0], [], scale)
         ratio_note(aof, cycle)
     sync_only = cluster_scenarios(tmp, scale, rows)
@@ -143,17 +166,23 @@ def run(tmp: Path, scale: Scale, rows: list[Row], extra: list[str]) -> None:
     if paced.result is not None:
         e2e, add = paced.result["e2e_latency_ms"], paced.result["addjob_latency_ms"]
         extra.append("")
-        extra.append(f"p99 ADDJOB-to-GETJOB latency at ~50% load ({rate:,} jobs/s on one node): "
-                     f"**{e2e['p99']} ms** (p50 {e2e['p50']}, p99.9 {e2e['p99_9']}, "
-                     f"max {e2e['max']}; ADDJOB reply p99 {add['p99']} ms)")
+        extra.append(
+            f"p99 ADDJOB-to-GETJOB latency at ~50% load ({rate:,} jobs/s on one node): "
+            f"**{e2e['p99']} ms** (p50 {e2e['p50']}, p99.9 {e2e['p99_9']}, "
+            f"max {e2e['max']}; ADDJOB reply p99 {add['p99']} ms)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="short runs (2 s each, 100,000 jobs for memory): under a minute")
-    parser.add_argument("--out", type=Path, default=RESULTS,
-                        help=f"where to write the Markdown (default {RESULTS})")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="short runs (2 s each, 100,000 jobs for memory): under a minute",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help=f"where to write the Markdown (default {RESULTS})"
+    )
     args = parser.parse_args(argv)
     scale = QUICK if args.quick else FULL
     started = time.monotonic()
@@ -171,10 +200,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run_all.py: {exc}", file=sys.stderr)
         return 1
     took = time.monotonic() - started
-    per_run = (f"each run: -n {scale.jobs:,} capped at --duration {scale.duration:g}s, "
-               "25 producers + 25 consumers, 64-byte bodies, -P 1, one client process")
-    text = markdown(rows, extra, f"{env}; scale {scale.name}; {per_run}; "
-                                 f"whole run {took:.0f}s.")
+    per_run = (
+        f"each run: -n {scale.jobs:,} capped at --duration {scale.duration:g}s, "
+        "25 producers + 25 consumers, 64-byte bodies, -P 1, one client process"
+    )
+    text = markdown(rows, extra, f"{env}; scale {scale.name}; {per_run}; whole run {took:.0f}s.")
     print(text, flush=True)
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -94,7 +94,9 @@ def release_blocked(port: int, socks: list[socket.socket]) -> None:
     batch = []
     for i in range(len(socks)):
         name = b"wait-%d" % i
-        batch.append(b"*4\r\n$6\r\nADDJOB\r\n$%d\r\n%s\r\n$1\r\nx\r\n$1\r\n0\r\n" % (len(name), name))
+        batch.append(
+            b"*4\r\n$6\r\nADDJOB\r\n$%d\r\n%s\r\n$1\r\nx\r\n$1\r\n0\r\n" % (len(name), name)
+        )
     with socket.create_connection((HOST, port), timeout=60) as s:
         s.sendall(b"".join(batch))
         expected = len(batch)
@@ -117,8 +119,14 @@ def info_field(port: int, section: str, field: str) -> int:
     raise BenchError(f"INFO {section} has no {field}")
 
 
-def phase(rows: list[Row], name: str, node: Server, probe: PingProbe, started: float,
-          notes: list[str] | None = None) -> None:
+def phase(
+    rows: list[Row],
+    name: str,
+    node: Server,
+    probe: PingProbe,
+    started: float,
+    notes: list[str] | None = None,
+) -> None:
     stall = info_field(node.port, "latency", "event_loop_max_stall_ms")
     command(node.port, "LATENCY", "RESET")
     row = Row(name, value=f"{stall} ms")
@@ -146,9 +154,12 @@ def table(rows: list[Row]) -> str:
 
 def run(args: argparse.Namespace) -> str:
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="disque-scale-") as tmp, \
-            running(Path(tmp), "scale", extra=["--maxmemory", "0", "--maxclients",
-                                               str(args.blocked + 1000)]) as nodes:
+    with (
+        tempfile.TemporaryDirectory(prefix="disque-scale-") as tmp,
+        running(
+            Path(tmp), "scale", extra=["--maxmemory", "0", "--maxclients", str(args.blocked + 1000)]
+        ) as nodes,
+    ):
         node = nodes[0]
         command(node.port, "CONFIG", "SET", "slowlog-log-slower-than", "10000")
         probe = PingProbe(node.port)
@@ -173,9 +184,17 @@ def run(args: argparse.Namespace) -> str:
             scale = dataclasses.replace(FULL, duration=float(args.duration))
             load = run_row([], "cycle", node, [], scale)
             r = load.result or {}
-            phase(rows, "ADDJOB → GETJOB → ACKJOB load", node, probe, started,
-                  [f"{r.get('consume_rate', 0):,.0f} cycles/s, end-to-end p99 "
-                   f"{r.get('e2e_latency_ms', {}).get('p99', 0):.2f} ms"])
+            phase(
+                rows,
+                "ADDJOB → GETJOB → ACKJOB load",
+                node,
+                probe,
+                started,
+                [
+                    f"{r.get('consume_rate', 0):,.0f} cycles/s, end-to-end p99 "
+                    f"{r.get('e2e_latency_ms', {}).get('p99', 0):.2f} ms"
+                ],
+            )
 
             say("  releasing the blocked clients ...")
             started = time.monotonic()
@@ -189,8 +208,16 @@ def run(args: argparse.Namespace) -> str:
             probe.stop()
     if qlen != args.jobs:
         raise BenchError(f"QLEN bulk is {qlen:,}, expected {args.jobs:,}")
-    return "\n".join([environment(), "", table(rows), "",
-                      "Slowest commands (SLOWLOG, over 10 ms):", *(slow or ["- none"])])
+    return "\n".join(
+        [
+            environment(),
+            "",
+            table(rows),
+            "",
+            "Slowest commands (SLOWLOG, over 10 ms):",
+            *(slow or ["- none"]),
+        ]
+    )
 
 
 def wait_blocked(port: int, count: int, timeout: float = 120.0) -> None:

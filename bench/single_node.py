@@ -68,10 +68,24 @@ class Counts:
     mem_jobs: int  # jobs queued for the memory measurement
 
 
-QUICK = Counts("quick", disque=20_000, disque_pipelined=20_000, ping=50_000,
-               ping_pipelined=200_000, cycles=5_000, mem_jobs=100_000)
-FULL = Counts("full", disque=200_000, disque_pipelined=480_000, ping=500_000,
-              ping_pipelined=3_200_000, cycles=80_000, mem_jobs=1_000_000)
+QUICK = Counts(
+    "quick",
+    disque=20_000,
+    disque_pipelined=20_000,
+    ping=50_000,
+    ping_pipelined=200_000,
+    cycles=5_000,
+    mem_jobs=100_000,
+)
+FULL = Counts(
+    "full",
+    disque=200_000,
+    disque_pipelined=480_000,
+    ping=500_000,
+    ping_pipelined=3_200_000,
+    cycles=80_000,
+    mem_jobs=1_000_000,
+)
 
 
 @dataclass
@@ -98,6 +112,7 @@ class BenchError(Exception):
 # --------------------------------------------------------------------------
 # Processes
 # --------------------------------------------------------------------------
+
 
 def _die_with_parent() -> None:
     """Child side of Popen: get SIGTERM if this script dies without cleaning up."""
@@ -129,8 +144,9 @@ def free_port(bus: bool = False) -> int:
 class Server:
     """A server process started by this script, stopped by stop()."""
 
-    def __init__(self, name: str, argv: list[str], port: int, log: Path,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str, argv: list[str], port: int, log: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.argv = argv
         self.port = port
@@ -146,22 +162,32 @@ class Server:
     def start(self) -> None:
         out = open(self.log.with_suffix(".out"), "wb")  # the child keeps its own copy
         try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, env=self.env,
-                                         start_new_session=True, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         finally:
             out.close()
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise BenchError(f"{self.name} exited with code {self.proc.returncode} "
-                                 f"at start\n{self.log_tail()}")
+                raise BenchError(
+                    f"{self.name} exited with code {self.proc.returncode} "
+                    f"at start\n{self.log_tail()}"
+                )
             with contextlib.suppress(OSError):
                 if command(self.port, "PING", timeout=1.0) in ("PONG", b"PONG"):
                     return
             time.sleep(0.1)
-        raise BenchError(f"{self.name} did not answer PING on port {self.port} within "
-                         f"{START_TIMEOUT:.0f}s\n{self.log_tail()}")
+        raise BenchError(
+            f"{self.name} did not answer PING on port {self.port} within "
+            f"{START_TIMEOUT:.0f}s\n{self.log_tail()}"
+        )
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
@@ -198,11 +224,20 @@ def start_disque(tmp: Path, name: str, extra: Sequence[str] = ()) -> Server:
     node_dir.mkdir()
     log = node_dir / "disque.log"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-    argv = [sys.executable, "-m", "disque_server", "--port", str(port), "--dir", str(node_dir),
-            "--logfile", str(log), *(["--appendonly", "no"] if "--appendonly" not in extra
-                                     else []), *extra]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    argv = [
+        sys.executable,
+        "-m",
+        "disque_server",
+        "--port",
+        str(port),
+        "--dir",
+        str(node_dir),
+        "--logfile",
+        str(log),
+        *(["--appendonly", "no"] if "--appendonly" not in extra else []),
+        *extra,
+    ]
     server = Server(f"disque node ({name})", argv, port, log, env)
     server.start()
     return server
@@ -213,9 +248,23 @@ def start_redis(tmp: Path) -> Server:
     redis_dir = tmp / "redis"
     redis_dir.mkdir()
     log = redis_dir / "redis.log"
-    argv = ["redis-server", "--port", str(port), "--bind", HOST, "--save", "",
-            "--appendonly", "no", "--dir", str(redis_dir), "--logfile", str(log),
-            "--daemonize", "no"]
+    argv = [
+        "redis-server",
+        "--port",
+        str(port),
+        "--bind",
+        HOST,
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(redis_dir),
+        "--logfile",
+        str(log),
+        "--daemonize",
+        "no",
+    ]
     server = Server("redis-server", argv, port, log)
     server.start()
     return server
@@ -224,6 +273,7 @@ def start_redis(tmp: Path) -> Server:
 # --------------------------------------------------------------------------
 # A minimal blocking RESP client, for set-up and checks
 # --------------------------------------------------------------------------
+
 
 def encode(*args: str | bytes | int) -> bytes:
     import hiredis  # (late, as everywhere here: missing_prerequisites reports its absence)
@@ -275,16 +325,36 @@ def parse_rps(stdout: str) -> float:
     return float(matches[-1])
 
 
-def redis_benchmark(port: int, requests: int, pipeline: int, cmd: Sequence[str],
-                    clients: int = CLIENTS) -> float:
-    argv = ["redis-benchmark", "-h", HOST, "-p", str(port), "-c", str(clients),
-            "-n", str(requests), "-P", str(pipeline), "-q", "--csv", *cmd]
+def redis_benchmark(
+    port: int, requests: int, pipeline: int, cmd: Sequence[str], clients: int = CLIENTS
+) -> float:
+    argv = [
+        "redis-benchmark",
+        "-h",
+        HOST,
+        "-p",
+        str(port),
+        "-c",
+        str(clients),
+        "-n",
+        str(requests),
+        "-P",
+        str(pipeline),
+        "-q",
+        "--csv",
+        *cmd,
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     if proc.returncode != 0:
-        raise BenchError(f"{' '.join(argv)} exited with {proc.returncode}:\n"
-                         f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    errors = [line for line in proc.stderr.replace("\r", "\n").splitlines()
-              if line.strip() and "Could not fetch server CONFIG" not in line]
+        raise BenchError(
+            f"{' '.join(argv)} exited with {proc.returncode}:\n"
+            f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        )
+    errors = [
+        line
+        for line in proc.stderr.replace("\r", "\n").splitlines()
+        if line.strip() and "Could not fetch server CONFIG" not in line
+    ]
     if errors:
         raise BenchError(f"{' '.join(argv)} reported errors:\n" + "\n".join(errors[:10]))
     return parse_rps(proc.stdout)
@@ -293,6 +363,7 @@ def redis_benchmark(port: int, requests: int, pipeline: int, cmd: Sequence[str],
 # --------------------------------------------------------------------------
 # ADDJOB -> GETJOB -> ACKJOB cycle driver (asyncio protocols + hiredis)
 # --------------------------------------------------------------------------
+
 
 class CycleProtocol(asyncio.Protocol):
     """One connection doing ADDJOB, GETJOB NOHANG, ACKJOB of the returned id, in a loop.
@@ -402,8 +473,9 @@ class CycleDriver:
             self.done.set_exception(BenchError(f"cycle driver: {message}"))
 
 
-async def _run_cycles(port: int, cycles: int, connections: int, queue: str,
-                      ping: bool) -> tuple[float, float, int]:
+async def _run_cycles(
+    port: int, cycles: int, connections: int, queue: str, ping: bool
+) -> tuple[float, float, int]:
     loop = asyncio.get_running_loop()
     driver = CycleDriver(cycles, connections)
     if ping:
@@ -423,8 +495,9 @@ async def _run_cycles(port: int, cycles: int, connections: int, queue: str,
         try:
             await asyncio.wait_for(asyncio.shield(driver.done), RUN_TIMEOUT)
         except TimeoutError:
-            raise BenchError(f"cycle driver: {driver.completed} of {cycles} cycles done "
-                             f"after {RUN_TIMEOUT:.0f}s") from None
+            raise BenchError(
+                f"cycle driver: {driver.completed} of {cycles} cycles done after {RUN_TIMEOUT:.0f}s"
+            ) from None
         elapsed = time.perf_counter() - t0
         cpu = time.process_time() - cpu0
     finally:
@@ -438,8 +511,9 @@ async def _run_cycles(port: int, cycles: int, connections: int, queue: str,
     return cycles / elapsed, cpu / elapsed, driver.empty_gets
 
 
-def run_cycles(port: int, cycles: int, connections: int = CLIENTS, queue: str = "cq",
-               ping: bool = False) -> tuple[float, float, int]:
+def run_cycles(
+    port: int, cycles: int, connections: int = CLIENTS, queue: str = "cq", ping: bool = False
+) -> tuple[float, float, int]:
     """Cycles per second, the driver's CPU use (1.0 = one core busy), empty GETJOBs."""
     try:
         import uvloop
@@ -451,6 +525,7 @@ def run_cycles(port: int, cycles: int, connections: int = CLIENTS, queue: str = 
 # --------------------------------------------------------------------------
 # Scenarios
 # --------------------------------------------------------------------------
+
 
 def flush(node: Server) -> None:
     reply = command(node.port, "DEBUG", "FLUSHALL")
@@ -510,23 +585,28 @@ def bench_throughput(tmp: Path, counts: Counts, results: list[Result]) -> None:
         say("PING ceiling (redis-server) ...")
         ping1 = redis_benchmark(redis.port, counts.ping, 1, ["PING"])
         ping16 = redis_benchmark(redis.port, counts.ping_pipelined, PIPELINE, ["PING"])
-        for name, rate, ceiling in (("PING, redis-server (ceiling)", ping1, ping1),
-                                    (f"PING -P {PIPELINE}, redis-server (ceiling)", ping16,
-                                     ping16)):
+        for name, rate, ceiling in (
+            ("PING, redis-server (ceiling)", ping1, ping1),
+            (f"PING -P {PIPELINE}, redis-server (ceiling)", ping16, ping16),
+        ):
             results.append(Result(name, rate, "req/s", ceiling))
             report(results[-1])
 
         say("PING (disque node) ...")
-        for pipeline, n, ceiling in ((1, counts.disque, ping1),
-                                     (PIPELINE, counts.disque_pipelined, ping16)):
+        for pipeline, n, ceiling in (
+            (1, counts.disque, ping1),
+            (PIPELINE, counts.disque_pipelined, ping16),
+        ):
             rate = redis_benchmark(node.port, n, pipeline, ["PING"])
             suffix = f" -P {pipeline}" if pipeline > 1 else ""
             results.append(Result(f"PING{suffix}, disque node", rate, "req/s", ceiling))
             report(results[-1])
 
         say("ADDJOB q body 0 ...")
-        for pipeline, n, ceiling in ((1, counts.disque, ping1),
-                                     (PIPELINE, counts.disque_pipelined, ping16)):
+        for pipeline, n, ceiling in (
+            (1, counts.disque, ping1),
+            (PIPELINE, counts.disque_pipelined, ping16),
+        ):
             flush(node)
             rate = redis_benchmark(node.port, n, pipeline, ["ADDJOB", "q", "body", "0"])
             got, sent = qlen(node, "q"), issued(n, pipeline)
@@ -540,8 +620,10 @@ def bench_throughput(tmp: Path, counts: Counts, results: list[Result]) -> None:
             report(result)
 
         say("GETJOB NOHANG FROM q (queue pre-filled) ...")
-        for pipeline, n, ceiling in ((1, counts.disque, ping1),
-                                     (PIPELINE, counts.disque_pipelined, ping16)):
+        for pipeline, n, ceiling in (
+            (1, counts.disque, ping1),
+            (PIPELINE, counts.disque_pipelined, ping16),
+        ):
             flush(node)
             sent = issued(n, pipeline)
             fill(node, "q", sent)  # one job for every GETJOB
@@ -557,16 +639,27 @@ def bench_throughput(tmp: Path, counts: Counts, results: list[Result]) -> None:
         say("ADDJOB -> GETJOB -> ACKJOB cycle (asyncio + hiredis driver) ...")
         flush(node)
         ping_cycles, ping_cpu, _ = run_cycles(redis.port, counts.cycles, ping=True)
-        ceiling_result = Result("3×PING cycle, redis-server (driver ceiling)", ping_cycles,
-                                "cycles/s", ping_cycles,
-                                notes=[f"driver CPU {ping_cpu:.0%}"])
+        ceiling_result = Result(
+            "3×PING cycle, redis-server (driver ceiling)",
+            ping_cycles,
+            "cycles/s",
+            ping_cycles,
+            notes=[f"driver CPU {ping_cpu:.0%}"],
+        )
         results.append(ceiling_result)
         report(ceiling_result)
         cycles, cpu, empty = run_cycles(node.port, counts.cycles)
-        result = Result("ADDJOB → GETJOB → ACKJOB cycle", cycles, "cycles/s", ping_cycles,
-                        notes=[f"driver CPU {cpu:.0%}",
-                               f"{3 * cycles:,.0f} req/s: {3 * cycles / ping1:.3f} of "
-                               f"the redis-benchmark PING ceiling"])
+        result = Result(
+            "ADDJOB → GETJOB → ACKJOB cycle",
+            cycles,
+            "cycles/s",
+            ping_cycles,
+            notes=[
+                f"driver CPU {cpu:.0%}",
+                f"{3 * cycles:,.0f} req/s: {3 * cycles / ping1:.3f} of "
+                f"the redis-benchmark PING ceiling",
+            ],
+        )
         if empty:
             result.notes.append(f"{empty} empty GETJOBs")
         left = qlen(node, "cq")
@@ -584,16 +677,19 @@ def bench_aof(tmp: Path, counts: Counts, results: list[Result]) -> None:
     """ADDJOB with the append-only file on, beside the in-memory figure."""
     in_memory = next((r.rate for r in results if r.scenario == "ADDJOB"), None)
     for policy in ("everysec", "always"):
-        node = start_disque(tmp, f"aof-{policy}", ["--appendonly", "yes",
-                                                   "--appendfsync", policy])
+        node = start_disque(tmp, f"aof-{policy}", ["--appendonly", "yes", "--appendfsync", policy])
         try:
             say(f"ADDJOB q body 0 with appendfsync {policy} ...")
             for pipeline, n in ((1, counts.disque), (PIPELINE, counts.disque_pipelined)):
                 flush(node)
                 rate = redis_benchmark(node.port, n, pipeline, ["ADDJOB", "q", "body", "0"])
                 suffix = f" -P {pipeline}" if pipeline > 1 else ""
-                result = Result(f"ADDJOB{suffix}, appendfsync {policy}", rate, "req/s",
-                                in_memory if pipeline == 1 else None)
+                result = Result(
+                    f"ADDJOB{suffix}, appendfsync {policy}",
+                    rate,
+                    "req/s",
+                    in_memory if pipeline == 1 else None,
+                )
                 if pipeline == 1:
                     result.notes.append("ratio: to in-memory unpipelined ADDJOB")
                 results.append(result)
@@ -605,19 +701,26 @@ def bench_aof(tmp: Path, counts: Counts, results: list[Result]) -> None:
 def bench_memory(tmp: Path, counts: Counts, results: list[Result]) -> None:
     node = start_disque(tmp, "memory", ["--maxmemory", "0"])
     try:
-        say(f"memory: disque node pid {node.pid} on port {node.port}, "
-            f"adding {counts.mem_jobs:,} jobs with a {len(MEM_BODY)}-byte body ...")
+        say(
+            f"memory: disque node pid {node.pid} on port {node.port}, "
+            f"adding {counts.mem_jobs:,} jobs with a {len(MEM_BODY)}-byte body ..."
+        )
         time.sleep(0.5)
         before = node.rss()
         fill(node, "memq", counts.mem_jobs, MEM_BODY)
         time.sleep(0.5)
         after = node.rss()
         per_job = (after - before) / counts.mem_jobs
-        result = Result(f"RSS per queued job ({len(MEM_BODY)}-byte body)", per_job, "B/job",
-                        target=f"<= {TARGET_BYTES_PER_JOB:.0f} B")
+        result = Result(
+            f"RSS per queued job ({len(MEM_BODY)}-byte body)",
+            per_job,
+            "B/job",
+            target=f"<= {TARGET_BYTES_PER_JOB:.0f} B",
+        )
         result.ok = per_job <= TARGET_BYTES_PER_JOB
-        result.notes.append(f"RSS {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB "
-                            f"for {counts.mem_jobs:,} jobs")
+        result.notes.append(
+            f"RSS {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB for {counts.mem_jobs:,} jobs"
+        )
         results.append(result)
         report(result)
     finally:
@@ -628,6 +731,7 @@ def bench_memory(tmp: Path, counts: Counts, results: list[Result]) -> None:
 # Output
 # --------------------------------------------------------------------------
 
+
 def markdown(results: list[Result], counts: Counts, header: str) -> str:
     lines = ["| scenario | rate | ratio to ceiling | target |", "| --- | ---: | ---: | --- |"]
     for r in results:
@@ -637,16 +741,19 @@ def markdown(results: list[Result], counts: Counts, header: str) -> str:
             target += " ✅" if r.ok else " ❌"
         lines.append(f"| {r.scenario} | {fmt_rate(r.rate, r.unit)} | {ratio} | {target} |")
     lines.append("")
-    lines.append(f"{header}; {CLIENTS} clients; counts: {counts.name} "
-                 f"({counts.disque:,} unpipelined / {counts.disque_pipelined:,} pipelined "
-                 f"requests, {counts.cycles:,} cycles, {counts.mem_jobs:,} jobs for memory).")
+    lines.append(
+        f"{header}; {CLIENTS} clients; counts: {counts.name} "
+        f"({counts.disque:,} unpipelined / {counts.disque_pipelined:,} pipelined "
+        f"requests, {counts.cycles:,} cycles, {counts.mem_jobs:,} jobs for memory)."
+    )
     return "\n".join(lines)
 
 
 def environment() -> str:
     try:
-        version = subprocess.run(["redis-server", "--version"], capture_output=True,
-                                 text=True, timeout=10).stdout.split()
+        version = subprocess.run(
+            ["redis-server", "--version"], capture_output=True, text=True, timeout=10
+        ).stdout.split()
         redis = next((w[2:] for w in version if w.startswith("v=")), "?")
     except (OSError, subprocess.SubprocessError):
         redis = "?"
@@ -657,16 +764,20 @@ def environment() -> str:
     except ImportError:
         loop = "asyncio"
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"{platform.machine()}, {os.cpu_count()} CPUs (load {load}), "
-            f"Python {platform.python_version()} ({loop}), redis {redis}")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} CPUs (load {load}), "
+        f"Python {platform.python_version()} ({loop}), redis {redis}"
+    )
 
 
 def missing_prerequisites() -> list[str]:
     missing = []
     for tool, package in (("redis-server", "redis-server"), ("redis-benchmark", "redis-tools")):
         if shutil.which(tool) is None:
-            missing.append(f"{tool} not found: install the Debian package {package} "
-                           f"(apt-get install {package})")
+            missing.append(
+                f"{tool} not found: install the Debian package {package} "
+                f"(apt-get install {package})"
+            )
     try:
         import hiredis  # noqa: F401
     except ImportError:
@@ -677,6 +788,7 @@ def missing_prerequisites() -> list[str]:
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Make SIGTERM/SIGHUP unwind like Ctrl-C, so the finally blocks stop the servers."""
+
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
@@ -689,14 +801,18 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="small counts: a smoke run of ~20-30 seconds")
-    parser.add_argument("--markdown", action="store_true",
-                        help="also print a Markdown table of the results")
-    parser.add_argument("--no-aof", action="store_true",
-                        help="skip the ADDJOB runs with the append-only file on")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small counts: a smoke run of ~20-30 seconds"
+    )
+    parser.add_argument(
+        "--markdown", action="store_true", help="also print a Markdown table of the results"
+    )
+    parser.add_argument(
+        "--no-aof", action="store_true", help="skip the ADDJOB runs with the append-only file on"
+    )
     args = parser.parse_args(argv)
 
     missing = missing_prerequisites()

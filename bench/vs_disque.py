@@ -119,8 +119,9 @@ class Scale:
     def of(cls, name: str, requests: int, mem_jobs: int) -> Scale:
         # -P 16 runs are ~4x faster: more requests keep them long enough for
         # /proc's 10 ms CPU ticks; the replicated and cycle runs are slower.
-        return cls(name, requests, 3 * requests, max(1, requests // 2),
-                   max(1, requests // 2), mem_jobs)
+        return cls(
+            name, requests, 3 * requests, max(1, requests // 2), max(1, requests // 2), mem_jobs
+        )
 
 
 FULL = Scale.of("full", 200_000, 1_000_000)
@@ -131,14 +132,29 @@ QUICK = Scale.of("quick", 20_000, 100_000)
 # Servers
 # --------------------------------------------------------------------------
 
+
 def start_reference(ref_bin: Path, tmp: Path, name: str, extra: Sequence[str] = ()) -> Server:
     """A C disque-server in tmp/name (its nodes.conf goes there), on a free port pair."""
     port = free_port_pair()
     node_dir = tmp / name
     node_dir.mkdir(exist_ok=True)
     log = node_dir / "disque.log"
-    argv = [str(ref_bin), "--port", str(port), "--bind", HOST, "--dir", str(node_dir),
-            "--logfile", str(log), "--daemonize", "no", "--appendonly", "no", *extra]
+    argv = [
+        str(ref_bin),
+        "--port",
+        str(port),
+        "--bind",
+        HOST,
+        "--dir",
+        str(node_dir),
+        "--logfile",
+        str(log),
+        "--daemonize",
+        "no",
+        "--appendonly",
+        "no",
+        *extra,
+    ]
     server = Server(f"C disque-server ({name})", argv, port, log)
     server.start()
     return server
@@ -157,18 +173,27 @@ def wait_for_hello_mesh(nodes: Sequence[Server]) -> None:
     deadline = time.monotonic() + HELLO_TIMEOUT
     while not hello_mesh(nodes):
         if time.monotonic() > deadline:
-            raise BenchError(f"HELLO did not list all {len(nodes)} nodes as reachable "
-                             f"within {HELLO_TIMEOUT:.0f}s")
+            raise BenchError(
+                f"HELLO did not list all {len(nodes)} nodes as reachable "
+                f"within {HELLO_TIMEOUT:.0f}s"
+            )
         time.sleep(0.1)
 
 
 @contextlib.contextmanager
-def both(tmp: Path, name: str, starters: dict[str, Callable[..., Server]], count: int = 1,
-         extra: Sequence[str] = ()) -> Iterator[dict[str, list[Server]]]:
+def both(
+    tmp: Path,
+    name: str,
+    starters: dict[str, Callable[..., Server]],
+    count: int = 1,
+    extra: Sequence[str] = (),
+) -> Iterator[dict[str, list[Server]]]:
     """`count` nodes of each kind (a meshed cluster when more than one)."""
     with contextlib.ExitStack() as stack:
-        nodes = {kind: stack.enter_context(running(tmp, f"{name}-{kind}", count, extra, start))
-                 for kind, start in starters.items()}
+        nodes = {
+            kind: stack.enter_context(running(tmp, f"{name}-{kind}", count, extra, start))
+            for kind, start in starters.items()
+        }
         if count > 1:  # running() formed them by CLUSTER INFO; HELLO is what clients see
             for kind_nodes in nodes.values():
                 wait_for_hello_mesh(kind_nodes)
@@ -207,6 +232,7 @@ def expect_qlen(node: Server, queue: str, expected: int) -> None:
 # Measuring one run
 # --------------------------------------------------------------------------
 
+
 def cpu_seconds(pid: int) -> tuple[float, float]:
     """User and system CPU seconds of a process, all its threads (/proc/PID/stat)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -242,8 +268,12 @@ def measure(nodes: Sequence[Server], run: Callable[[], Outcome]) -> Sample:
     after = [cpu_seconds(node.pid) for node in nodes]
     user = sum(a[0] - b[0] for a, b in zip(after, before, strict=True))
     system = sum(a[1] - b[1] for a, b in zip(after, before, strict=True))
-    client = (client_after.ru_utime - client_before.ru_utime
-              + client_after.ru_stime - client_before.ru_stime)
+    client = (
+        client_after.ru_utime
+        - client_before.ru_utime
+        + client_after.ru_stime
+        - client_before.ru_stime
+    )
     per = 1e6 / max(1, outcome.requests)
     return Sample(outcome, user * per, system * per, client / elapsed)
 
@@ -273,9 +303,11 @@ class Figure:
 
 def rb_run(requests: int, pipeline: int, cmd: Sequence[str]) -> Callable[[list[Server]], Outcome]:
     """redis-benchmark on the first node."""
+
     def run(nodes: list[Server]) -> Outcome:
         rate = redis_benchmark(nodes[0].port, requests, pipeline, cmd)
         return Outcome(rate, issued(requests, pipeline))
+
     return run
 
 
@@ -283,12 +315,18 @@ def cycle_run(jobs: int) -> Callable[[list[Server]], Outcome]:
     def run(nodes: list[Server]) -> Outcome:
         result = benchmark(nodes[0], ["-n", str(jobs)], timeout=600.0)
         if result["exit_code"] != 0 or result["errors"] or result["lost"]:
-            raise BenchError(f"disque-benchmark on {nodes[0].name} failed (exit "
-                             f"{result['exit_code']}, {result['errors']} errors, "
-                             f"{result['lost']} lost): {result['stderr'][-500:]}")
+            raise BenchError(
+                f"disque-benchmark on {nodes[0].name} failed (exit "
+                f"{result['exit_code']}, {result['errors']} errors, "
+                f"{result['lost']} lost): {result['stderr'][-500:]}"
+            )
         p99 = result["e2e_latency_ms"]["p99"]
-        return Outcome(float(result["consume_rate"]), int(result["consumed"]),
-                       None if p99 is None else float(p99))
+        return Outcome(
+            float(result["consume_rate"]),
+            int(result["consumed"]),
+            None if p99 is None else float(p99),
+        )
+
     return run
 
 
@@ -300,14 +338,17 @@ def prefilled(queue: str, count: int) -> Step:
     def prepare(nodes: list[Server]) -> None:
         flush_all(nodes)
         fill(nodes[0], queue, count)
+
     return prepare
 
 
 def no_job_registered(nodes: list[Server]) -> None:
     jobs = registered_jobs(nodes[0])
     if jobs:
-        raise BenchError(f"{nodes[0].name} holds {jobs:,} jobs after ACKJOBs of unknown IDs "
-                         "on a single node (Disque makes no dummy ack there)")
+        raise BenchError(
+            f"{nodes[0].name} holds {jobs:,} jobs after ACKJOBs of unknown IDs "
+            "on a single node (Disque makes no dummy ack there)"
+        )
 
 
 def single_node_figures(scale: Scale) -> list[Figure]:
@@ -317,43 +358,71 @@ def single_node_figures(scale: Scale) -> list[Figure]:
         sent = issued(n, pipeline)
         figures += [
             Figure(f"PING{p} (floor)", "—", rb_run(n, pipeline, ["PING"])),
-            Figure(f"ADDJOB{p}", ">= 1.0", rb_run(n, pipeline, ["ADDJOB", "q", "body", "0"]),
-                   flush_all, queued_after("q", sent)),
-            Figure(f"GETJOB NOHANG{p}", ">= 1.0",
-                   rb_run(n, pipeline, ["GETJOB", "NOHANG", "FROM", "q"]),
-                   prefilled("q", sent), queued_after("q", 0)),
-            Figure(f"ACKJOB of unknown IDs{p}", ">= 1.0",
-                   rb_run(n, pipeline, [*RANDOM_IDS, "ACKJOB", UNKNOWN_ID]),
-                   flush_all, no_job_registered),
+            Figure(
+                f"ADDJOB{p}",
+                ">= 1.0",
+                rb_run(n, pipeline, ["ADDJOB", "q", "body", "0"]),
+                flush_all,
+                queued_after("q", sent),
+            ),
+            Figure(
+                f"GETJOB NOHANG{p}",
+                ">= 1.0",
+                rb_run(n, pipeline, ["GETJOB", "NOHANG", "FROM", "q"]),
+                prefilled("q", sent),
+                queued_after("q", 0),
+            ),
+            Figure(
+                f"ACKJOB of unknown IDs{p}",
+                ">= 1.0",
+                rb_run(n, pipeline, [*RANDOM_IDS, "ACKJOB", UNKNOWN_ID]),
+                flush_all,
+                no_job_registered,
+            ),
         ]
-    figures.append(Figure("ADDJOB → GETJOB → ACKJOB cycle, jobs/s (CPU per job)", ">= 1.0",
-                          cycle_run(scale.cycles), flush_all))
+    figures.append(
+        Figure(
+            "ADDJOB → GETJOB → ACKJOB cycle, jobs/s (CPU per job)",
+            ">= 1.0",
+            cycle_run(scale.cycles),
+            flush_all,
+        )
+    )
     return figures
 
 
 def cluster_figures(scale: Scale) -> list[Figure]:
     n = scale.replicated
-    return [Figure("ADDJOB REPLICATE 3 sync, 3 nodes, unpipelined (CPU: sum of 3)", ">= 1.0",
-                   rb_run(n, 1, ["ADDJOB", "q", "body", "5000", "REPLICATE", "3"]),
-                   flush_all, queued_after("q", n))]
+    return [
+        Figure(
+            "ADDJOB REPLICATE 3 sync, 3 nodes, unpipelined (CPU: sum of 3)",
+            ">= 1.0",
+            rb_run(n, 1, ["ADDJOB", "q", "body", "5000", "REPLICATE", "3"]),
+            flush_all,
+            queued_after("q", n),
+        )
+    ]
 
 
 def run_figure(figure: Figure, nodes: dict[str, list[Server]], runs: int) -> None:
     say(f"  {figure.name} ...")
     for i in range(runs):
-        for kind in (KINDS if i % 2 == 0 else KINDS[::-1]):
+        for kind in KINDS if i % 2 == 0 else KINDS[::-1]:
             figure.prepare(nodes[kind])
             sample = measure(nodes[kind], partial(figure.run, nodes[kind]))
             figure.check(nodes[kind])
             figure.samples[kind].append(sample)
-            say(f"    run {i + 1} {kind:>4}: {sample.outcome.value:>10,.0f}/s, server "
+            say(
+                f"    run {i + 1} {kind:>4}: {sample.outcome.value:>10,.0f}/s, server "
                 f"{sample.user_us:.1f} / {sample.sys_us:.1f} µs user / sys, "
-                f"client CPU {sample.client_cpu:.0%}")
+                f"client CPU {sample.client_cpu:.0%}"
+            )
 
 
 # --------------------------------------------------------------------------
 # Checks that are no figure
 # --------------------------------------------------------------------------
+
 
 def in_one_write(node: Server, *commands: Sequence[str]) -> list[Any]:
     """Send the commands in one write, so that the node runs them back to back (before
@@ -380,8 +449,9 @@ def unknown_ack(node: Server) -> str:
     """What ACKJOB of one unknown ID does: its reply and the jobs registered just after
     (a dummy ack is short-lived in a cluster: it goes once the other nodes confirm)."""
     flush_all([node])
-    reply, info = in_one_write(node, ("ACKJOB", UNKNOWN_ID.replace("__rand_int__", "0" * 12)),
-                               ("INFO", "jobs"))
+    reply, info = in_one_write(
+        node, ("ACKJOB", UNKNOWN_ID.replace("__rand_int__", "0" * 12)), ("INFO", "jobs")
+    )
     jobs = int(info_value(info, "registered_jobs"))
     flush_all([node])
     return f"replies {reply}, {jobs} job{'s' if jobs != 1 else ''} registered just after"
@@ -401,6 +471,7 @@ def memory_per_job(node: Server, jobs: int) -> float:
 # Output
 # --------------------------------------------------------------------------
 
+
 def median(samples: list[Sample], attr: str) -> float | None:
     """The median of one attribute of the samples ("user_us", "outcome.p99_ms", ...)."""
     values = [v for v in map(attrgetter(attr), samples) if v is not None]
@@ -418,91 +489,130 @@ def show(value: float | None, how: str) -> str:
     return "—" if value is None else format(value, how)
 
 
-def table_line(name: str, samples: dict[str, list[Sample]], attr: str, fmt: str,
-               target: str, cpu: str) -> str:
+def table_line(
+    name: str, samples: dict[str, list[Sample]], attr: str, fmt: str, target: str, cpu: str
+) -> str:
     ours, c = median(samples["ours"], attr), median(samples["C"], attr)
     ratio = ours / c if ours is not None and c else None
-    return (f"| {name} | {show(ours, fmt)} | {show(c, fmt)} | {show(ratio, '.2f')} | "
-            f"{verdict(ratio, target)} | {cpu} |")
+    return (
+        f"| {name} | {show(ours, fmt)} | {show(c, fmt)} | {show(ratio, '.2f')} | "
+        f"{verdict(ratio, target)} | {cpu} |"
+    )
 
 
 def figure_lines(figure: Figure) -> list[str]:
     s = figure.samples
-    cpu = " \\| ".join(f"{show(median(s[k], 'user_us'), '.1f')} / "
-                        f"{show(median(s[k], 'sys_us'), '.1f')}" for k in KINDS)
+    cpu = " \\| ".join(
+        f"{show(median(s[k], 'user_us'), '.1f')} / {show(median(s[k], 'sys_us'), '.1f')}"
+        for k in KINDS
+    )
     lines = [table_line(figure.name, s, "outcome.value", ",.0f", figure.target, cpu)]
     if median(s["ours"], "outcome.p99_ms") is not None:
-        lines.append(table_line("… p99 end-to-end latency, ms", s, "outcome.p99_ms", ".2f",
-                                "<= 1.0", ""))
+        lines.append(
+            table_line("… p99 end-to-end latency, ms", s, "outcome.p99_ms", ".2f", "<= 1.0", "")
+        )
     return lines
 
 
 def client_note(figures: Sequence[Figure]) -> str:
-    parts = [f"{f.name.split(' (')[0]} {show(median(f.samples['ours'], 'client_cpu'), '.2f')}"
-             f" / {show(median(f.samples['C'], 'client_cpu'), '.2f')}" for f in figures]
+    parts = [
+        f"{f.name.split(' (')[0]} {show(median(f.samples['ours'], 'client_cpu'), '.2f')}"
+        f" / {show(median(f.samples['C'], 'client_cpu'), '.2f')}"
+        for f in figures
+    ]
     return "Client CPU (1.00 = one core busy), ours / C: " + "; ".join(parts) + "."
 
 
-def markdown(figures: Sequence[Figure], memory: dict[str, float] | None, notes: list[str],
-             header: str) -> str:
-    lines = ["| figure | ours (median) | C (median) | ratio ours / C | target | "
-             "server CPU µs/request user / sys: ours \\| C |",
-             "| --- | ---: | ---: | ---: | --- | --- |"]
+def markdown(
+    figures: Sequence[Figure], memory: dict[str, float] | None, notes: list[str], header: str
+) -> str:
+    lines = [
+        "| figure | ours (median) | C (median) | ratio ours / C | target | "
+        "server CPU µs/request user / sys: ours \\| C |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
+    ]
     for figure in figures:
         lines += figure_lines(figure)
     if memory:
         ours, c = memory["ours"], memory["C"]
         met = "✅" if ours <= TARGET_BYTES_PER_JOB else "❌"
-        lines.append(f"| resident memory per queued job, B (16-byte body) | {ours:,.0f} | "
-                     f"{c:,.0f} | {ours / c:.2f} | ours <= {TARGET_BYTES_PER_JOB} {met} | |")
+        lines.append(
+            f"| resident memory per queued job, B (16-byte body) | {ours:,.0f} | "
+            f"{c:,.0f} | {ours / c:.2f} | ours <= {TARGET_BYTES_PER_JOB} {met} | |"
+        )
     return "\n".join([*lines, "", *notes, "", header])
 
 
 def versions(single: dict[str, list[Server]]) -> str:
-    return "; ".join(f"{kind}: {info_field(nodes[0], 'server', 'disque_version')} "
-                     f"({info_field(nodes[0], 'server', 'disque_build_id')})"
-                     for kind, nodes in single.items())
+    return "; ".join(
+        f"{kind}: {info_field(nodes[0], 'server', 'disque_version')} "
+        f"({info_field(nodes[0], 'server', 'disque_build_id')})"
+        for kind, nodes in single.items()
+    )
 
 
 # --------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------
 
-def run(tmp: Path, ref_bin: Path, scale: Scale, runs: int, notes: list[str]
-        ) -> tuple[list[Figure], dict[str, float], str]:
+
+def run(
+    tmp: Path, ref_bin: Path, scale: Scale, runs: int, notes: list[str]
+) -> tuple[list[Figure], dict[str, float], str]:
     starters: dict[str, Callable[..., Server]] = {
         "ours": start_node,
-        "C": partial(start_reference, ref_bin)}
+        "C": partial(start_reference, ref_bin),
+    }
     singles, clusters = single_node_figures(scale), cluster_figures(scale)
     with both(tmp, "single", starters) as single:
         built = versions(single)
-        notes.append("ACKJOB of an unknown ID on 1 node: " + "; ".join(
-            f"{kind} {unknown_ack(nodes[0])}" for kind, nodes in single.items()) + ".")
+        notes.append(
+            "ACKJOB of an unknown ID on 1 node: "
+            + "; ".join(f"{kind} {unknown_ack(nodes[0])}" for kind, nodes in single.items())
+            + "."
+        )
         for figure in singles:
             run_figure(figure, single, runs)
     with both(tmp, "cluster", starters, count=3) as cluster:
-        notes.append("ACKJOB of an unknown ID in a 3-node cluster (a dummy ack): " + "; ".join(
-            f"{kind} {unknown_ack(nodes[0])}" for kind, nodes in cluster.items()) + ".")
+        notes.append(
+            "ACKJOB of an unknown ID in a 3-node cluster (a dummy ack): "
+            + "; ".join(f"{kind} {unknown_ack(nodes[0])}" for kind, nodes in cluster.items())
+            + "."
+        )
         for figure in clusters:
             run_figure(figure, cluster, runs)
     with both(tmp, "memory", starters, extra=["--maxmemory", MEM_LIMIT]) as fresh:
         say(f"  memory: {scale.mem_jobs:,} jobs with a {len(MEM_BODY)}-byte body ...")
-        memory = {kind: memory_per_job(nodes[0], scale.mem_jobs)
-                  for kind, nodes in fresh.items()}
+        memory = {kind: memory_per_job(nodes[0], scale.mem_jobs) for kind, nodes in fresh.items()}
     return [*singles, *clusters], memory, built
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ref-bin", type=Path, required=True, metavar="PATH",
-                        help="the C disque-server of Disque 1.0-rc1 (its src/disque-server)")
-    parser.add_argument("--runs", type=int, default=3, metavar="N",
-                        help="runs of each figure per server (default 3)")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK.requests:,} requests a run: a smoke test")
-    parser.add_argument("--requests", type=int, metavar="N",
-                        help=f"unpipelined requests a run (default {FULL.requests:,}; -P 16 "
-                             "runs send 3 N, replicated and cycle runs N / 2)")
+    parser.add_argument(
+        "--ref-bin",
+        type=Path,
+        required=True,
+        metavar="PATH",
+        help="the C disque-server of Disque 1.0-rc1 (its src/disque-server)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        metavar="N",
+        help="runs of each figure per server (default 3)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"{QUICK.requests:,} requests a run: a smoke test"
+    )
+    parser.add_argument(
+        "--requests",
+        type=int,
+        metavar="N",
+        help=f"unpipelined requests a run (default {FULL.requests:,}; -P 16 "
+        "runs send 3 N, replicated and cycle runs N / 2)",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1 or (args.requests is not None and args.requests < 1):
         parser.error("--runs and --requests must be at least 1")
@@ -511,8 +621,10 @@ def main(argv: list[str] | None = None) -> int:
         scale = Scale.of("custom", args.requests, scale.mem_jobs)
     missing = missing_prerequisites()
     if not os.access(args.ref_bin, os.X_OK):
-        missing.append(f"--ref-bin {args.ref_bin}: no executable there (build Disque "
-                       "1.0-rc1 with make; the binary is src/disque-server)")
+        missing.append(
+            f"--ref-bin {args.ref_bin}: no executable there (build Disque "
+            "1.0-rc1 with make; the binary is src/disque-server)"
+        )
     missing = [m for m in missing if not m.startswith("redis-server")]  # not used here
     if missing:
         for line in missing:
@@ -533,13 +645,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vs_disque.py: {exc}", file=sys.stderr)
         return 1
     notes.append(client_note(figures))
-    notes.append("Worst event-loop stall (1M jobs, 10k blocked clients): not measured here, "
-                 "see bench/scale.py.")
-    header = (f"{env}; {built}; scale {scale.name}: {scale.requests:,} unpipelined / "
-              f"{scale.pipelined:,} -P {PIPELINE} requests, {scale.replicated:,} replicated, "
-              f"{scale.cycles:,} cycle jobs, {scale.mem_jobs:,} jobs for memory; "
-              f"{args.runs} runs each, alternating; {CLIENTS} clients; whole run "
-              f"{time.monotonic() - started:.0f}s.")
+    notes.append(
+        "Worst event-loop stall (1M jobs, 10k blocked clients): not measured here, "
+        "see bench/scale.py."
+    )
+    header = (
+        f"{env}; {built}; scale {scale.name}: {scale.requests:,} unpipelined / "
+        f"{scale.pipelined:,} -P {PIPELINE} requests, {scale.replicated:,} replicated, "
+        f"{scale.cycles:,} cycle jobs, {scale.mem_jobs:,} jobs for memory; "
+        f"{args.runs} runs each, alternating; {CLIENTS} clients; whole run "
+        f"{time.monotonic() - started:.0f}s."
+    )
     print(markdown(figures, memory, notes, header), flush=True)
     return 0
 

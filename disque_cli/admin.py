@@ -27,15 +27,22 @@ from disque_common.client import flat_info
 if TYPE_CHECKING:
     from disque_cli.main import Config
 
-LATENCY_SAMPLE_RATE = 0.010     # seconds between PINGs
+LATENCY_SAMPLE_RATE = 0.010  # seconds between PINGs
 LATENCY_HISTORY_DEFAULT = 15.0  # seconds per --latency-history line
 STAT_HEADER_EVERY = 20
 
 
 # ---- --stat -----------------------------------------------------------------------
 
-STAT_COLUMNS = (("jobs", 11), ("queues", 11), ("mem", 9), ("clients", 8), ("blocked", 8),
-                ("requests", 20), ("connections", 12))
+STAT_COLUMNS = (
+    ("jobs", 11),
+    ("queues", 11),
+    ("mem", 9),
+    ("clients", 8),
+    ("blocked", 8),
+    ("requests", 20),
+    ("connections", 12),
+)
 
 
 def bytes_to_human(n: int) -> str:
@@ -44,7 +51,7 @@ def bytes_to_human(n: int) -> str:
     n = abs(n)
     if n < 1024:
         return f"{sign}{n}B"
-    for unit, scale in (("K", 1024), ("M", 1024 ** 2), ("G", 1024 ** 3), ("T", 1024 ** 4)):
+    for unit, scale in (("K", 1024), ("M", 1024**2), ("G", 1024**3), ("T", 1024**4)):
         if n < scale * 1024 or unit == "T":
             return f"{sign}{n / scale:.2f}{unit}"
     return f"{sign}{n}B"  # unreachable
@@ -54,8 +61,14 @@ def stat_header() -> str:
     data_width = sum(width for _name, width in STAT_COLUMNS[:3])
     load_width = sum(width for _name, width in STAT_COLUMNS[3:])
     names = "".join(name.ljust(width) for name, width in STAT_COLUMNS)
-    return (" data ".center(data_width - 1, "-") + " " + " load ".center(load_width - 1, "-")
-            + " - child -\n" + names.rstrip() + "\n")
+    return (
+        " data ".center(data_width - 1, "-")
+        + " "
+        + " load ".center(load_width - 1, "-")
+        + " - child -\n"
+        + names.rstrip()
+        + "\n"
+    )
 
 
 def stat_line(fields: dict[str, str], previous_requests: int | None) -> tuple[str, int]:
@@ -67,12 +80,18 @@ def stat_line(fields: dict[str, str], previous_requests: int | None) -> tuple[st
 
     requests = number("total_commands_processed")
     delta = 0 if previous_requests is None else requests - previous_requests
-    values = (str(number("registered_jobs")), str(number("registered_queues")),
-              bytes_to_human(number("used_memory")), str(number("connected_clients")),
-              str(number("blocked_clients")), f"{requests} (+{delta})",
-              str(number("total_connections_received")))
-    line = "".join(value.ljust(width)
-                   for value, (_name, width) in zip(values, STAT_COLUMNS, strict=True))
+    values = (
+        str(number("registered_jobs")),
+        str(number("registered_queues")),
+        bytes_to_human(number("used_memory")),
+        str(number("connected_clients")),
+        str(number("blocked_clients")),
+        f"{requests} (+{delta})",
+        str(number("total_connections_received")),
+    )
+    line = "".join(
+        value.ljust(width) for value, (_name, width) in zip(values, STAT_COLUMNS, strict=True)
+    )
     if number("aof_rewrite_in_progress"):
         line += "AOF"
     return line.rstrip() + "\n", requests
@@ -97,8 +116,7 @@ def _flat_info(session: Session, out: TextIO) -> dict[str, str]:
         return flat_info(reply if isinstance(reply, bytes) else "")
 
 
-def stat_mode(session: Session, interval: float, out: TextIO,
-              count: int | None = None) -> int:
+def stat_mode(session: Session, interval: float, out: TextIO, count: int | None = None) -> int:
     previous: int | None = None
     lines = 0
     while count is None or lines < count:
@@ -119,6 +137,7 @@ def stat_mode(session: Session, interval: float, out: TextIO,
 
 
 # ---- --latency / --latency-history ------------------------------------------------------
+
 
 class LatencyStats:
     def __init__(self) -> None:
@@ -145,14 +164,21 @@ class LatencyStats:
         if mode is Mode.RAW:
             return f"{self.min} {self.max} {self.avg:.2f} {self.count}\n"
         if mode is Mode.JSON:
-            return (f'{{"min": {self.min}, "max": {self.max}, "avg": {self.avg:.2f}, '
-                    f'"count": {self.count}}}\n')
-        return (f"min: {self.min}, max: {self.max}, avg: {self.avg:.2f} "
-                f"({self.count} samples)")
+            return (
+                f'{{"min": {self.min}, "max": {self.max}, "avg": {self.avg:.2f}, '
+                f'"count": {self.count}}}\n'
+            )
+        return f"min: {self.min}, max: {self.max}, avg: {self.avg:.2f} ({self.count} samples)"
 
 
-def latency_mode(session: Session, mode: Mode, interval: float | None, history: bool,
-                 out: TextIO, duration: float | None = None) -> int:
+def latency_mode(
+    session: Session,
+    mode: Mode,
+    interval: float | None,
+    history: bool,
+    out: TextIO,
+    duration: float | None = None,
+) -> int:
     """Sample PING latency. `duration` bounds a live run (tests); None = until Ctrl-C."""
     stats = LatencyStats()
     live = mode is Mode.STANDARD
@@ -197,20 +223,25 @@ def run_monitor_mode(session: Session, config: Config) -> int:
         return 1
     if config.stat:
         return stat_mode(session, config.interval or 1.0, sys.stdout)
-    return latency_mode(session, config.mode, config.interval,
-                        bool(config.latency_history), sys.stdout)
+    return latency_mode(
+        session, config.mode, config.interval, bool(config.latency_history), sys.stdout
+    )
 
 
 # ---- --cluster -----------------------------------------------------------------------
 
+
 def _verb(module: str, name: str) -> Callable[[Config, ClusterVerb], int]:
     """A verb of cluster_verbs / cluster_leave, imported when used."""
+
     def run(config: Config, verb: ClusterVerb) -> int:
         import importlib
 
         from disque_cli.cluster import verb_args
+
         function = getattr(importlib.import_module(f"disque_cli.{module}"), name)
         return function(verb_args(config, config.args, verb))
+
     return run
 
 
@@ -251,6 +282,7 @@ def cluster_command(name: str, config: Config) -> int:
         sys.stderr.write(cluster_help())
         return 1
     from disque_cli.cluster import VerbError
+
     try:
         return VERB_RUNNERS[verb.name](config, verb)
     except VerbError as exc:

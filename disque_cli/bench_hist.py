@@ -119,7 +119,8 @@ class Histogram:
         """{"p50", "p90", "p99", "p99_9", "max"} in milliseconds; None when empty."""
         if self.total == 0:
             return {key: None for key, _ in PERCENTILES} | {"max": None}
-        out: dict[str, float | None] = {key: round(self.percentile(p) / 1000, 3)
-                                        for key, p in PERCENTILES}
+        out: dict[str, float | None] = {
+            key: round(self.percentile(p) / 1000, 3) for key, p in PERCENTILES
+        }
         out["max"] = round(self.max / 1000, 3)
         return out

@@ -34,12 +34,16 @@ def pct(h: Histogram, p: float) -> str:
 
 
 def plain_line(s: Snapshot) -> str:
-    line = (f"[{s.elapsed:6.1f}s] produced {s.produced:,} ({s.produce_rate:,.0f}/s, "
-            f"ADDJOB p50 {pct(s.addjob, 50)} p99 {pct(s.addjob, 99)} ms)")
+    line = (
+        f"[{s.elapsed:6.1f}s] produced {s.produced:,} ({s.produce_rate:,.0f}/s, "
+        f"ADDJOB p50 {pct(s.addjob, 50)} p99 {pct(s.addjob, 99)} ms)"
+    )
     if s.consumers:
-        line += (f"  consumed {s.consumed:,} ({s.consume_rate:,.0f}/s, e2e p50 "
-                 f"{pct(s.e2e, 50)} p99 {pct(s.e2e, 99)} ms)  "
-                 f"backlog {max(0, s.produced - s.consumed):,}")
+        line += (
+            f"  consumed {s.consumed:,} ({s.consume_rate:,.0f}/s, e2e p50 "
+            f"{pct(s.e2e, 50)} p99 {pct(s.e2e, 99)} ms)  "
+            f"backlog {max(0, s.produced - s.consumed):,}"
+        )
     if s.errors:
         line += f"  errors {s.errors:,}"
     if s.phase == "draining":
@@ -64,8 +68,9 @@ class Display:
             from rich.live import Live
 
             console = Console(file=sys.stderr)
-            self.live = Live(self.render(None), console=console, auto_refresh=False,
-                             transient=False)
+            self.live = Live(
+                self.render(None), console=console, auto_refresh=False, transient=False
+            )
             self.live.start()
         elif self.mode == "plain":
             print(self.header, file=sys.stderr, flush=True)
@@ -94,15 +99,18 @@ class Display:
         if s.target:
             done = s.consumed if s.consumers else s.produced
             bar = Table.grid(padding=(0, 1))
-            bar.add_row(ProgressBar(total=s.target, completed=min(done, s.target), width=40),
-                        Text(f"{done:,}/{s.target:,} jobs {'consumed' if s.consumers else 'added'}"),
-                        Text(f"{s.elapsed:.1f}s", style="dim"))
+            bar.add_row(
+                ProgressBar(total=s.target, completed=min(done, s.target), width=40),
+                Text(f"{done:,}/{s.target:,} jobs {'consumed' if s.consumers else 'added'}"),
+                Text(f"{s.elapsed:.1f}s", style="dim"),
+            )
             parts.append(bar)
         elif s.duration:
             bar = Table.grid(padding=(0, 1))
-            bar.add_row(ProgressBar(total=s.duration, completed=min(s.elapsed, s.duration),
-                                    width=40),
-                        Text(f"{s.elapsed:.1f}s of {s.duration:g}s"))
+            bar.add_row(
+                ProgressBar(total=s.duration, completed=min(s.elapsed, s.duration), width=40),
+                Text(f"{s.elapsed:.1f}s of {s.duration:g}s"),
+            )
             parts.append(bar)
         table = Table(box=None, padding=(0, 2), show_edge=False)
         table.add_column("")
@@ -110,8 +118,9 @@ class Display:
             table.add_column(col, justify="right")
 
         def row(name: str, total: int, rate: float, h: Histogram) -> None:
-            table.add_row(name, f"{total:,}", f"{rate:,.0f}", pct(h, 50), pct(h, 90),
-                          pct(h, 99), pct(h, 100))
+            table.add_row(
+                name, f"{total:,}", f"{rate:,.0f}", pct(h, 50), pct(h, 90), pct(h, 99), pct(h, 100)
+            )
 
         row("produced (ADDJOB)", s.produced, s.produce_rate, s.addjob)
         if s.consumers:
@@ -131,6 +140,7 @@ class Display:
 # Final summary
 # --------------------------------------------------------------------------------------
 
+
 def fmt_ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -139,29 +149,41 @@ def text_summary(result: dict[str, Any], out: TextIO) -> None:
     cfg = result["config"]
     nodes = cfg["nodes"]
     w = out.write
-    w(f"====== disque-benchmark: {cfg['producers']} producers, {cfg['consumers']} consumers "
-      f"on {len(nodes)} node{'s' if len(nodes) != 1 else ''}, "
-      f"{cfg['processes']} process{'es' if cfg['processes'] != 1 else ''} ======\n")
+    w(
+        f"====== disque-benchmark: {cfg['producers']} producers, {cfg['consumers']} consumers "
+        f"on {len(nodes)} node{'s' if len(nodes) != 1 else ''}, "
+        f"{cfg['processes']} process{'es' if cfg['processes'] != 1 else ''} ======\n"
+    )
     repl = cfg["replicate"] if cfg["replicate"] is not None else "default"
-    w(f"  {cfg['body_size']}-byte bodies, pipeline {cfg['pipeline']}, GETJOB COUNT "
-      f"{cfg['count']}, REPLICATE {repl}{' ASYNC' if cfg['async'] else ''}, "
-      f"{'FASTACK' if cfg['ack'] == 'fast' else 'ACKJOB'}, queue {cfg['queue']}"
-      + (f" (x{cfg['queues']:,})" if cfg["queues"] > 1 else "")
-      + (f", paced at {cfg['rate']:,.0f} jobs/s" if cfg["rate"] else "")
-      + (f", {cfg['idle']:,} idle connections" if cfg["idle"] else "") + "\n")
+    w(
+        f"  {cfg['body_size']}-byte bodies, pipeline {cfg['pipeline']}, GETJOB COUNT "
+        f"{cfg['count']}, REPLICATE {repl}{' ASYNC' if cfg['async'] else ''}, "
+        f"{'FASTACK' if cfg['ack'] == 'fast' else 'ACKJOB'}, queue {cfg['queue']}"
+        + (f" (x{cfg['queues']:,})" if cfg["queues"] > 1 else "")
+        + (f", paced at {cfg['rate']:,.0f} jobs/s" if cfg["rate"] else "")
+        + (f", {cfg['idle']:,} idle connections" if cfg["idle"] else "")
+        + "\n"
+    )
     w(f"  nodes: {' '.join(nodes)}\n\n")
-    w(f"  produced {result['produced']:>12,} jobs in {result['produce_duration_s']:8.3f} s "
-      f"{result['produce_rate']:>12,.1f} jobs/s\n")
+    w(
+        f"  produced {result['produced']:>12,} jobs in {result['produce_duration_s']:8.3f} s "
+        f"{result['produce_rate']:>12,.1f} jobs/s\n"
+    )
     if cfg["consumers"]:
-        w(f"  consumed {result['consumed']:>12,} jobs in {result['consume_duration_s']:8.3f} s "
-          f"{result['consume_rate']:>12,.1f} jobs/s\n")
+        w(
+            f"  consumed {result['consumed']:>12,} jobs in {result['consume_duration_s']:8.3f} s "
+            f"{result['consume_rate']:>12,.1f} jobs/s\n"
+        )
     w("\n  latency (ms)          p50       p90       p99     p99.9       max\n")
     rows = [("ADDJOB reply", result["addjob_latency_ms"])]
     if cfg["consumers"]:
         rows.append(("end-to-end", result["e2e_latency_ms"]))
     for name, lat in rows:
-        w(f"  {name:<16}" + "".join(f"{fmt_ms(lat[k]):>10}"
-                                    for k in ("p50", "p90", "p99", "p99_9", "max")) + "\n")
+        w(
+            f"  {name:<16}"
+            + "".join(f"{fmt_ms(lat[k]):>10}" for k in ("p50", "p90", "p99", "p99_9", "max"))
+            + "\n"
+        )
     w("\n")
     checks = []
     if result["lost"] is not None:
@@ -172,13 +194,17 @@ def text_summary(result: dict[str, Any], out: TextIO) -> None:
     if result["foreign"]:
         checks.append(f"{result['foreign']:,} jobs of other runs consumed")
     checks.append(f"errors {result['errors']:,}")
-    w(f"  {', '.join(checks)}; total {result['duration_s']:.3f} s; client CPU "
-      f"{result['client_cpu_percent']:.0f}% of a core\n")
+    w(
+        f"  {', '.join(checks)}; total {result['duration_s']:.3f} s; client CPU "
+        f"{result['client_cpu_percent']:.0f}% of a core\n"
+    )
     for message, count in result["error_messages"].items():
         w(f"  error x{count:,}: {message}\n")
     if result["drain_timed_out"]:
-        w(f"  drain timeout: not every job was consumed within {cfg['drain_timeout']:g}s "
-          f"after the producers finished\n")
+        w(
+            f"  drain timeout: not every job was consumed within {cfg['drain_timeout']:g}s "
+            f"after the producers finished\n"
+        )
     if result["interrupted"]:
         w("  interrupted: partial results\n")
 

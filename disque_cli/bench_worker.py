@@ -116,6 +116,7 @@ def consumer_queues(queues: list[bytes], index: int, consumers: int) -> list[byt
 # Connections
 # --------------------------------------------------------------------------------------
 
+
 class Conn(asyncio.Protocol):
     """A connection: hiredis reader, TCP_NODELAY, optional AUTH, reply dispatch."""
 
@@ -178,8 +179,7 @@ class Conn(asyncio.Protocol):
             self.on_lost(exc)
 
     def on_lost(self, exc: Exception | None) -> None:
-        self.worker.error(f"connection to {self.address} lost"
-                          + (f": {exc}" if exc else ""))
+        self.worker.error(f"connection to {self.address} lost" + (f": {exc}" if exc else ""))
 
 
 class Producer(Conn):
@@ -327,9 +327,18 @@ class Consumer(Conn):
         # first (ROTATIONS evenly spaced orders, in turn) so that none starves.
         n = len(queues)
         self.getjobs = [
-            encode("GETJOB", "TIMEOUT", worker.spec.getjob_timeout_ms, "COUNT",
-                   worker.spec.count, "FROM", *queues[k:], *queues[:k])
-            for k in sorted({i * n // ROTATIONS for i in range(min(n, ROTATIONS))})]
+            encode(
+                "GETJOB",
+                "TIMEOUT",
+                worker.spec.getjob_timeout_ms,
+                "COUNT",
+                worker.spec.count,
+                "FROM",
+                *queues[k:],
+                *queues[:k],
+            )
+            for k in sorted({i * n // ROTATIONS for i in range(min(n, ROTATIONS))})
+        ]
         self.turn = 0
         self.expect: deque[bool] = deque()  # True: a GETJOB reply, False: an ACK reply
         self.alive = True
@@ -402,6 +411,7 @@ class Consumer(Conn):
 # The worker
 # --------------------------------------------------------------------------------------
 
+
 class Worker:
     def __init__(self, spec: WorkerSpec, send: Callable[[tuple[Any, ...]], None]) -> None:
         self.spec = spec
@@ -436,11 +446,13 @@ class Worker:
         pad = spec.body_size - MIN_BODY
         options = spec.addjob_options
         self.addjob_prefixes = [
-            b"*%d\r\n$6\r\nADDJOB\r\n$%d\r\n%s\r\n$%d\r\n%s" % (
-                4 + len(options) - 1, len(q), q, spec.body_size, spec.tag)
-            for q in spec.queues]
-        self.addjob_suffix = b"x" * pad + b"\r\n" + b"".join(
-            b"$%d\r\n%s\r\n" % (len(o), o) for o in options)
+            b"*%d\r\n$6\r\nADDJOB\r\n$%d\r\n%s\r\n$%d\r\n%s"
+            % (4 + len(options) - 1, len(q), q, spec.body_size, spec.tag)
+            for q in spec.queues
+        ]
+        self.addjob_suffix = (
+            b"x" * pad + b"\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(o), o) for o in options)
+        )
 
     # ---- called by the connections ------------------------------------------------
 
@@ -483,11 +495,12 @@ class Worker:
             conn = make()
             try:
                 await asyncio.wait_for(
-                    self.loop.create_connection(lambda: conn, conn.host, conn.port),
-                    CONNECT_TIMEOUT)
+                    self.loop.create_connection(lambda: conn, conn.host, conn.port), CONNECT_TIMEOUT
+                )
             except TimeoutError:
-                raise ConnectionError(f"could not connect to {conn.address}: "
-                                      f"timed out after {CONNECT_TIMEOUT:.0f}s") from None
+                raise ConnectionError(
+                    f"could not connect to {conn.address}: timed out after {CONNECT_TIMEOUT:.0f}s"
+                ) from None
             except OSError as exc:
                 reason = exc.strerror or str(exc)
                 raise ConnectionError(f"could not connect to {conn.address}: {reason}") from None
@@ -506,12 +519,12 @@ class Worker:
         makers: list[tuple[str, Callable[[], Conn]]] = (
             [("p", producer(*p)) for p in spec.producers]
             + [("c", consumer(*c)) for c in spec.consumers]
-            + [("i", idle(*a)) for a in spec.idle])
+            + [("i", idle(*a)) for a in spec.idle]
+        )
         # Open in batches: thousands at once can overflow a listen backlog.
         for start in range(0, len(makers), 200):
-            batch = makers[start:start + 200]
-            results = await asyncio.gather(*(open_one(m) for _, m in batch),
-                                           return_exceptions=True)
+            batch = makers[start : start + 200]
+            results = await asyncio.gather(*(open_one(m) for _, m in batch), return_exceptions=True)
             failure = next((r for r in results if isinstance(r, BaseException)), None)
             if failure is not None:
                 for r in results:
@@ -554,10 +567,19 @@ class Worker:
             self.report_timer = self.loop.call_later(REPORT_INTERVAL, self.tick)
 
     def take_progress(self) -> Progress:
-        p = Progress(self.produced, self.consumed, self.foreign, self.errors,
-                     self.addjob_hist.take(), self.e2e_hist.take(),
-                     self.producers_running == 0, self.consumers_alive,
-                     self.last_produce_ns, self.last_consume_ns, self.error_kinds)
+        p = Progress(
+            self.produced,
+            self.consumed,
+            self.foreign,
+            self.errors,
+            self.addjob_hist.take(),
+            self.e2e_hist.take(),
+            self.producers_running == 0,
+            self.consumers_alive,
+            self.last_produce_ns,
+            self.last_consume_ns,
+            self.error_kinds,
+        )
         self.produced = self.consumed = self.foreign = self.errors = 0
         self.error_kinds = {}
         return p
@@ -587,14 +609,20 @@ class Worker:
         if self.stopped:
             return
         progress = self.take_progress()
-        final = Final(bytes(self.produced_ids or b""), bytes(self.consumed_ids or b""),
-                      cpu_s=time.process_time() - self.cpu0 if self.cpu0 else 0.0)
+        final = Final(
+            bytes(self.produced_ids or b""),
+            bytes(self.consumed_ids or b""),
+            cpu_s=time.process_time() - self.cpu0 if self.cpu0 else 0.0,
+        )
         self.shutdown()
         self.send_message(("final", progress, final))
 
 
-async def run_worker(spec: WorkerSpec, send: Callable[[tuple[Any, ...]], None],
-                     on_created: Callable[[Worker], None] | None = None) -> None:
+async def run_worker(
+    spec: WorkerSpec,
+    send: Callable[[tuple[Any, ...]], None],
+    on_created: Callable[[Worker], None] | None = None,
+) -> None:
     """Connect, say ready, then follow the coordinator's messages until stopped."""
     worker = Worker(spec, send)
     if on_created is not None:

@@ -87,6 +87,7 @@ class BenchError(Exception):
 # Command line
 # --------------------------------------------------------------------------------------
 
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
@@ -101,67 +102,154 @@ def address(text: str) -> tuple[str, int]:
 
 
 def build_parser() -> Parser:
-    p = Parser(prog=PROG, add_help=False, description=__doc__.split("\n\n")[0],
-               epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(
+        prog=PROG,
+        add_help=False,
+        description=__doc__.split("\n\n")[0],
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     where = p.add_argument_group("where")
-    where.add_argument("-h", "--host", default=DEFAULT_HOST,
-                       help=f"seed node host (default {DEFAULT_HOST})")
-    where.add_argument("-p", "--port", type=int, default=DEFAULT_PORT,
-                       help=f"seed node port (default {DEFAULT_PORT})")
-    where.add_argument("--node", action="append", type=address, metavar="HOST:PORT",
-                       help="use this node (repeat for more) instead of discovering the "
-                            "cluster with HELLO")
-    where.add_argument("--producer-node", action="append", type=address, metavar="HOST:PORT",
-                       help="put producers on these nodes only (repeatable)")
-    where.add_argument("--consumer-node", action="append", type=address, metavar="HOST:PORT",
-                       help="put consumers on these nodes only (repeatable)")
+    where.add_argument(
+        "-h", "--host", default=DEFAULT_HOST, help=f"seed node host (default {DEFAULT_HOST})"
+    )
+    where.add_argument(
+        "-p",
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"seed node port (default {DEFAULT_PORT})",
+    )
+    where.add_argument(
+        "--node",
+        action="append",
+        type=address,
+        metavar="HOST:PORT",
+        help="use this node (repeat for more) instead of discovering the cluster with HELLO",
+    )
+    where.add_argument(
+        "--producer-node",
+        action="append",
+        type=address,
+        metavar="HOST:PORT",
+        help="put producers on these nodes only (repeatable)",
+    )
+    where.add_argument(
+        "--consumer-node",
+        action="append",
+        type=address,
+        metavar="HOST:PORT",
+        help="put consumers on these nodes only (repeatable)",
+    )
     where.add_argument("-a", "--auth", metavar="PASSWORD", help="password (AUTH)")
 
     load = p.add_argument_group("load")
-    load.add_argument("-c", "--clients", type=int, default=DEFAULT_CLIENTS, metavar="N",
-                      help="connections, half producers and half consumers (default 50)")
-    load.add_argument("--producers", type=int, metavar="N", help="producer connections (overrides -c)")
-    load.add_argument("--consumers", type=int, metavar="N",
-                      help="consumer connections (overrides -c; 0: only add jobs)")
-    load.add_argument("-n", "--jobs", type=int, metavar="N",
-                      help=f"jobs to add (default {DEFAULT_JOBS:,}, or no limit with "
-                           "--duration)")
-    load.add_argument("--duration", type=float, metavar="SECS",
-                      help="stop adding jobs after SECS seconds")
-    load.add_argument("-d", "--body-size", type=int, default=DEFAULT_BODY, metavar="BYTES",
-                      help=f"job body size, at least {MIN_BODY} (default {DEFAULT_BODY})")
-    load.add_argument("-P", "--pipeline", type=int, default=1, metavar="N",
-                      help="ADDJOBs in flight per producer, and GETJOB COUNT (default 1)")
+    load.add_argument(
+        "-c",
+        "--clients",
+        type=int,
+        default=DEFAULT_CLIENTS,
+        metavar="N",
+        help="connections, half producers and half consumers (default 50)",
+    )
+    load.add_argument(
+        "--producers", type=int, metavar="N", help="producer connections (overrides -c)"
+    )
+    load.add_argument(
+        "--consumers",
+        type=int,
+        metavar="N",
+        help="consumer connections (overrides -c; 0: only add jobs)",
+    )
+    load.add_argument(
+        "-n",
+        "--jobs",
+        type=int,
+        metavar="N",
+        help=f"jobs to add (default {DEFAULT_JOBS:,}, or no limit with --duration)",
+    )
+    load.add_argument(
+        "--duration", type=float, metavar="SECS", help="stop adding jobs after SECS seconds"
+    )
+    load.add_argument(
+        "-d",
+        "--body-size",
+        type=int,
+        default=DEFAULT_BODY,
+        metavar="BYTES",
+        help=f"job body size, at least {MIN_BODY} (default {DEFAULT_BODY})",
+    )
+    load.add_argument(
+        "-P",
+        "--pipeline",
+        type=int,
+        default=1,
+        metavar="N",
+        help="ADDJOBs in flight per producer, and GETJOB COUNT (default 1)",
+    )
     load.add_argument("--count", type=int, metavar="N", help="GETJOB COUNT (default: the -P value)")
-    load.add_argument("--rate", type=float, metavar="JOBS/S",
-                      help="pace the producers to this many jobs per second in all")
-    load.add_argument("--processes", type=int, default=1, metavar="N",
-                      help="spread the connections over N OS processes (default 1)")
-    load.add_argument("--idle", type=int, default=0, metavar="N",
-                      help="also hold N idle connections open during the run")
+    load.add_argument(
+        "--rate",
+        type=float,
+        metavar="JOBS/S",
+        help="pace the producers to this many jobs per second in all",
+    )
+    load.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="spread the connections over N OS processes (default 1)",
+    )
+    load.add_argument(
+        "--idle",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also hold N idle connections open during the run",
+    )
 
     jobs = p.add_argument_group("jobs")
-    jobs.add_argument("--queue", metavar="NAME",
-                      help="queue name (default: bench:<run tag>, new for every run)")
-    jobs.add_argument("--queues", type=int, default=1, metavar="N",
-                      help="spread the jobs over N queues NAME:0 ... NAME:N-1 (default 1)")
+    jobs.add_argument(
+        "--queue", metavar="NAME", help="queue name (default: bench:<run tag>, new for every run)"
+    )
+    jobs.add_argument(
+        "--queues",
+        type=int,
+        default=1,
+        metavar="N",
+        help="spread the jobs over N queues NAME:0 ... NAME:N-1 (default 1)",
+    )
     jobs.add_argument("--replicate", type=int, metavar="N", help="ADDJOB REPLICATE N")
-    jobs.add_argument("--async", dest="asynchronous", action="store_true",
-                      help="ADDJOB ASYNC")
+    jobs.add_argument("--async", dest="asynchronous", action="store_true", help="ADDJOB ASYNC")
     jobs.add_argument("--retry", type=int, metavar="SECS", help="ADDJOB RETRY SECS")
     jobs.add_argument("--ttl", type=int, metavar="SECS", help="ADDJOB TTL SECS")
-    jobs.add_argument("--addjob-timeout", type=int, default=5000, metavar="MS",
-                      help="ADDJOB ms-timeout for synchronous replication (default 5000)")
-    jobs.add_argument("--ack", choices=("normal", "fast"), default="normal",
-                      help="acknowledge with ACKJOB (normal, default) or FASTACK (fast)")
+    jobs.add_argument(
+        "--addjob-timeout",
+        type=int,
+        default=5000,
+        metavar="MS",
+        help="ADDJOB ms-timeout for synchronous replication (default 5000)",
+    )
+    jobs.add_argument(
+        "--ack",
+        choices=("normal", "fast"),
+        default="normal",
+        help="acknowledge with ACKJOB (normal, default) or FASTACK (fast)",
+    )
 
     run = p.add_argument_group("run")
-    run.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECS",
-                     help="after the producers finish, wait at most SECS for the consumers "
-                          "(default 30)")
+    run.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECS",
+        help="after the producers finish, wait at most SECS for the consumers (default 30)",
+    )
     run.add_argument("--json", action="store_true", help="print the result as JSON")
-    run.add_argument("-q", "--quiet", action="store_true",
-                     help="no progress display: the final summary only")
+    run.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress display: the final summary only"
+    )
     run.add_argument("--help", action="help", help="show this help and exit")
     run.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return p
@@ -216,35 +304,62 @@ def parse_args(argv: list[str] | None) -> Options:
     need(a.jobs is None or a.jobs >= 1, f"-n must be at least 1, got {a.jobs}")
     need(a.duration is None or a.duration > 0, f"--duration must be > 0, got {a.duration}")
     jobs = a.jobs if a.jobs is not None else (None if a.duration else DEFAULT_JOBS)
-    need(a.body_size >= MIN_BODY,
-         f"-d must be at least {MIN_BODY} (the body holds the run tag and send time), "
-         f"got {a.body_size}")
+    need(
+        a.body_size >= MIN_BODY,
+        f"-d must be at least {MIN_BODY} (the body holds the run tag and send time), "
+        f"got {a.body_size}",
+    )
     need(a.pipeline >= 1, f"-P must be at least 1, got {a.pipeline}")
     count = a.count if a.count is not None else a.pipeline
     need(count >= 1, f"--count must be at least 1, got {count}")
     need(a.rate is None or a.rate > 0, f"--rate must be > 0, got {a.rate}")
     need(a.processes >= 1, f"--processes must be at least 1, got {a.processes}")
-    need(a.processes <= producers + consumers,
-         f"--processes {a.processes} is more than the {producers + consumers} connections")
+    need(
+        a.processes <= producers + consumers,
+        f"--processes {a.processes} is more than the {producers + consumers} connections",
+    )
     need(a.idle >= 0, f"--idle must be 0 or more, got {a.idle}")
     need(a.queues >= 1, f"--queues must be at least 1, got {a.queues}")
-    need(a.replicate is None or 1 <= a.replicate <= 65535,
-         f"--replicate must be between 1 and 65535, got {a.replicate}")
+    need(
+        a.replicate is None or 1 <= a.replicate <= 65535,
+        f"--replicate must be between 1 and 65535, got {a.replicate}",
+    )
     need(a.retry is None or a.retry >= 0, f"--retry must be 0 or more, got {a.retry}")
     need(a.ttl is None or a.ttl > 0, f"--ttl must be > 0, got {a.ttl}")
     need(a.addjob_timeout >= 0, f"--addjob-timeout must be 0 or more, got {a.addjob_timeout}")
     need(a.drain_timeout >= 0, f"--drain-timeout must be 0 or more, got {a.drain_timeout}")
-    need(a.queue is None or (a.queue != "" and " " not in a.queue),
-         "--queue must be a non-empty name without spaces")
+    need(
+        a.queue is None or (a.queue != "" and " " not in a.queue),
+        "--queue must be a non-empty name without spaces",
+    )
     opts = Options(
-        seed=(a.host, a.port), nodes=a.node, producer_nodes=a.producer_node,
-        consumer_nodes=a.consumer_node, password=a.auth, producers=producers,
-        consumers=consumers, jobs=jobs, duration=a.duration, body_size=a.body_size,
-        pipeline=a.pipeline, count=count, rate=a.rate or 0.0, processes=a.processes,
-        idle=a.idle, queue="", queues=a.queues, replicate=a.replicate,
-        asynchronous=a.asynchronous, retry=a.retry, ttl=a.ttl,
-        addjob_timeout=a.addjob_timeout, ack=a.ack, drain_timeout=a.drain_timeout,
-        json=a.json, quiet=a.quiet)
+        seed=(a.host, a.port),
+        nodes=a.node,
+        producer_nodes=a.producer_node,
+        consumer_nodes=a.consumer_node,
+        password=a.auth,
+        producers=producers,
+        consumers=consumers,
+        jobs=jobs,
+        duration=a.duration,
+        body_size=a.body_size,
+        pipeline=a.pipeline,
+        count=count,
+        rate=a.rate or 0.0,
+        processes=a.processes,
+        idle=a.idle,
+        queue="",
+        queues=a.queues,
+        replicate=a.replicate,
+        asynchronous=a.asynchronous,
+        retry=a.retry,
+        ttl=a.ttl,
+        addjob_timeout=a.addjob_timeout,
+        ack=a.ack,
+        drain_timeout=a.drain_timeout,
+        json=a.json,
+        quiet=a.quiet,
+    )
     opts.queue = a.queue or f"bench:{opts.tag}"
     return opts
 
@@ -253,8 +368,13 @@ def parse_args(argv: list[str] | None) -> Options:
 # Discovery
 # --------------------------------------------------------------------------------------
 
-def call(addr: tuple[str, int], *args: str | bytes | int, password: str | None = None,
-         timeout: float = 5.0) -> Any:
+
+def call(
+    addr: tuple[str, int],
+    *args: str | bytes | int,
+    password: str | None = None,
+    timeout: float = 5.0,
+) -> Any:
     """One command on a fresh blocking connection (AUTH first if a password is given)."""
     import hiredis
 
@@ -283,8 +403,9 @@ def call(addr: tuple[str, int], *args: str | bytes | int, password: str | None =
         raise BenchError(f"{host}:{port}: {exc.strerror or exc}") from None
     for reply in replies:
         if isinstance(reply, Exception):
-            raise BenchError(f"{host}:{port} replied to {commands[replies.index(reply)][0]}: "
-                             f"{reply}")
+            raise BenchError(
+                f"{host}:{port} replied to {commands[replies.index(reply)][0]}: {reply}"
+            )
     return replies[-1]
 
 
@@ -299,8 +420,9 @@ def discover(opts: Options) -> list[tuple[str, int]]:
     try:
         hello = parse_hello(reply)
     except HelloError:
-        raise BenchError(f"{seed[0]}:{seed[1]} does not look like a Disque node "
-                         f"(HELLO replied {reply!r:.80})") from None
+        raise BenchError(
+            f"{seed[0]}:{seed[1]} does not look like a Disque node (HELLO replied {reply!r:.80})"
+        ) from None
     nodes: list[tuple[str, int]] = []
     for node in hello.nodes:
         if node.id == hello.myid:
@@ -315,6 +437,7 @@ def discover(opts: Options) -> list[tuple[str, int]]:
 # --------------------------------------------------------------------------------------
 # Planning: who connects where, in which process
 # --------------------------------------------------------------------------------------
+
 
 def addjob_options(opts: Options) -> list[bytes]:
     out = [str(opts.addjob_timeout).encode()]
@@ -347,21 +470,36 @@ def plan(opts: Options, nodes: list[tuple[str, int]]) -> list[WorkerSpec]:
         producers = [(i, *pnodes[i % len(pnodes)]) for i in range(w, opts.producers, n)]
         consumers = [(i, *cnodes[i % len(cnodes)]) for i in range(w, opts.consumers, n)]
         idle = [nodes[i % len(nodes)] for i in range(w, opts.idle, n)]
-        jobs = (sum(per_producer[i] for i, _, _ in producers)
-                if opts.jobs is not None else None)
-        specs.append(WorkerSpec(
-            index=w, producers=producers, consumers=consumers, idle=idle,
-            total_producers=opts.producers, total_consumers=opts.consumers, jobs=jobs,
-            rate=opts.rate / opts.producers if opts.rate else 0.0, tag=opts.tag.encode(),
-            queues=queues, body_size=opts.body_size, pipeline=opts.pipeline,
-            count=opts.count, addjob_options=addjob_options(opts), ack=opts.ack,
-            getjob_timeout_ms=GETJOB_TIMEOUT_MS, track_ids=track, password=opts.password))
+        jobs = sum(per_producer[i] for i, _, _ in producers) if opts.jobs is not None else None
+        specs.append(
+            WorkerSpec(
+                index=w,
+                producers=producers,
+                consumers=consumers,
+                idle=idle,
+                total_producers=opts.producers,
+                total_consumers=opts.consumers,
+                jobs=jobs,
+                rate=opts.rate / opts.producers if opts.rate else 0.0,
+                tag=opts.tag.encode(),
+                queues=queues,
+                body_size=opts.body_size,
+                pipeline=opts.pipeline,
+                count=opts.count,
+                addjob_options=addjob_options(opts),
+                ack=opts.ack,
+                getjob_timeout_ms=GETJOB_TIMEOUT_MS,
+                track_ids=track,
+                password=opts.password,
+            )
+        )
     return specs
 
 
 # --------------------------------------------------------------------------------------
 # Coordinator
 # --------------------------------------------------------------------------------------
+
 
 @dataclass
 class WorkerState:
@@ -376,8 +514,9 @@ class WorkerState:
 
 
 class Coordinator:
-    def __init__(self, opts: Options, nodes: list[tuple[str, int]],
-                 specs: list[WorkerSpec], display: Display) -> None:
+    def __init__(
+        self, opts: Options, nodes: list[tuple[str, int]], specs: list[WorkerSpec], display: Display
+    ) -> None:
         self.opts = opts
         self.nodes = nodes
         self.specs = specs
@@ -465,8 +604,9 @@ class Coordinator:
         finally:
             self.stop_ns = time.perf_counter_ns()
             self.send_all(("stop",))
-            await self.wait_until(lambda: all(w.final is not None or w.gone
-                                              for w in self.workers), FINAL_TIMEOUT)
+            await self.wait_until(
+                lambda: all(w.final is not None or w.gone for w in self.workers), FINAL_TIMEOUT
+            )
             if self.t0 and self.window:
                 self.tick("done")
             self.display.stop()
@@ -483,9 +623,14 @@ class Coordinator:
 
     async def main_loop(self) -> None:
         ok = await self.wait_until(
-            lambda: self.fatal is not None or self.interrupted
-            or all(w.ready for w in self.workers) or any(w.gone for w in self.workers),
-            READY_TIMEOUT)
+            lambda: (
+                self.fatal is not None
+                or self.interrupted
+                or all(w.ready for w in self.workers)
+                or any(w.gone for w in self.workers)
+            ),
+            READY_TIMEOUT,
+        )
         if self.fatal is not None or self.interrupted:
             return
         if not ok or not all(w.ready for w in self.workers):
@@ -540,21 +685,28 @@ class Coordinator:
         if self.display.mode == "off":
             return
         window = self.window
-        window.append((time.monotonic(), self.produced, self.consumed, self.win_addjob,
-                       self.win_e2e))
+        window.append(
+            (time.monotonic(), self.produced, self.consumed, self.win_addjob, self.win_e2e)
+        )
         self.win_addjob, self.win_e2e = Histogram(), Histogram()
         elapsed = (time.perf_counter_ns() - self.t0) / 1e9
         first, last = window[0], window[-1]
         span = max(last[0] - first[0], 1e-6)
         items = list(window)[1:]
         snap = Snapshot(
-            elapsed=elapsed, produced=self.produced, consumed=self.consumed,
-            errors=self.errors, produce_rate=(last[1] - first[1]) / span,
+            elapsed=elapsed,
+            produced=self.produced,
+            consumed=self.consumed,
+            errors=self.errors,
+            produce_rate=(last[1] - first[1]) / span,
             consume_rate=(last[2] - first[2]) / span,
             addjob=Histogram.merged(i[3] for i in items),
-            e2e=Histogram.merged(i[4] for i in items), phase=phase,
-            target=self.opts.jobs, duration=self.opts.duration,
-            consumers=self.opts.consumers)
+            e2e=Histogram.merged(i[4] for i in items),
+            phase=phase,
+            target=self.opts.jobs,
+            duration=self.opts.duration,
+            consumers=self.opts.consumers,
+        )
         self.display.update(snap)
 
     # ---- the result ----------------------------------------------------------------------
@@ -578,10 +730,11 @@ class Coordinator:
             for f in finals:
                 assert f is not None
                 n = f.id_len
-                produced_ids.update(f.produced_ids[i:i + n]
-                                    for i in range(0, len(f.produced_ids), n))
+                produced_ids.update(
+                    f.produced_ids[i : i + n] for i in range(0, len(f.produced_ids), n)
+                )
                 for i in range(0, len(f.consumed_ids), n):
-                    consumed_ids.add(f.consumed_ids[i:i + n])
+                    consumed_ids.add(f.consumed_ids[i : i + n])
                     deliveries += 1
             lost = len(produced_ids - consumed_ids)
             duplicates = deliveries - len(consumed_ids)
@@ -591,14 +744,26 @@ class Coordinator:
                 "nodes": [f"{h}:{p}" for h, p in self.nodes],
                 "producer_nodes": [f"{h}:{p}" for h, p in (opts.producer_nodes or self.nodes)],
                 "consumer_nodes": [f"{h}:{p}" for h, p in (opts.consumer_nodes or self.nodes)],
-                "producers": opts.producers, "consumers": opts.consumers,
-                "jobs": opts.jobs, "duration": opts.duration, "body_size": opts.body_size,
-                "pipeline": opts.pipeline, "count": opts.count, "rate": opts.rate or None,
-                "processes": opts.processes, "idle": opts.idle, "queue": opts.queue,
-                "queues": opts.queues, "replicate": opts.replicate,
-                "async": opts.asynchronous, "retry": opts.retry, "ttl": opts.ttl,
-                "addjob_timeout_ms": opts.addjob_timeout, "ack": opts.ack,
-                "drain_timeout": opts.drain_timeout, "tag": opts.tag,
+                "producers": opts.producers,
+                "consumers": opts.consumers,
+                "jobs": opts.jobs,
+                "duration": opts.duration,
+                "body_size": opts.body_size,
+                "pipeline": opts.pipeline,
+                "count": opts.count,
+                "rate": opts.rate or None,
+                "processes": opts.processes,
+                "idle": opts.idle,
+                "queue": opts.queue,
+                "queues": opts.queues,
+                "replicate": opts.replicate,
+                "async": opts.asynchronous,
+                "retry": opts.retry,
+                "ttl": opts.ttl,
+                "addjob_timeout_ms": opts.addjob_timeout,
+                "ack": opts.ack,
+                "drain_timeout": opts.drain_timeout,
+                "tag": opts.tag,
             },
             "produced": self.produced,
             "consumed": self.consumed,
@@ -626,8 +791,10 @@ class Coordinator:
 # Running the workers: in this process, or one child process each
 # --------------------------------------------------------------------------------------
 
-def run_in_process(opts: Options, nodes: list[tuple[str, int]], specs: list[WorkerSpec],
-                   display: Display) -> Coordinator:
+
+def run_in_process(
+    opts: Options, nodes: list[tuple[str, int]], specs: list[WorkerSpec], display: Display
+) -> Coordinator:
     coordinator = Coordinator(opts, nodes, specs, display)
     holder: list[Any] = []
 
@@ -638,7 +805,8 @@ def run_in_process(opts: Options, nodes: list[tuple[str, int]], specs: list[Work
 
         c.controls = [control]
         task = asyncio.ensure_future(
-            run_worker(specs[0], lambda m: c.on_message(0, m), holder.append))
+            run_worker(specs[0], lambda m: c.on_message(0, m), holder.append)
+        )
 
         def finished(t: asyncio.Task[None]) -> None:
             if not t.cancelled() and t.exception() is not None and c.fatal is None:
@@ -654,8 +822,9 @@ def run_in_process(opts: Options, nodes: list[tuple[str, int]], specs: list[Work
     return coordinator
 
 
-def run_in_processes(opts: Options, nodes: list[tuple[str, int]], specs: list[WorkerSpec],
-                     display: Display) -> Coordinator:
+def run_in_processes(
+    opts: Options, nodes: list[tuple[str, int]], specs: list[WorkerSpec], display: Display
+) -> Coordinator:
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     ctx = multiprocessing.get_context(method)
     procs = []
@@ -664,8 +833,9 @@ def run_in_processes(opts: Options, nodes: list[tuple[str, int]], specs: list[Wo
         # Start the children before this process has an event loop (fork-safe).
         for spec in specs:
             parent, child = ctx.Pipe(duplex=True)
-            proc = ctx.Process(target=process_main, args=(child, spec), daemon=True,
-                               name=f"{PROG}-{spec.index}")
+            proc = ctx.Process(
+                target=process_main, args=(child, spec), daemon=True, name=f"{PROG}-{spec.index}"
+            )
             proc.start()
             child.close()
             procs.append(proc)
@@ -715,6 +885,7 @@ def run_in_processes(opts: Options, nodes: list[tuple[str, int]], specs: list[Wo
 # main
 # --------------------------------------------------------------------------------------
 
+
 def fail(message: str, code: int = 1) -> int:
     print(f"{PROG}: {message}", file=sys.stderr, flush=True)
     return code
@@ -724,9 +895,11 @@ def header(opts: Options, nodes: list[tuple[str, int]]) -> str:
     what = f"{opts.jobs:,} jobs" if opts.jobs is not None else "no job limit"
     if opts.duration:
         what += f", {opts.duration:g}s"
-    return (f"{PROG}: {what}, {opts.producers} producers / {opts.consumers} consumers on "
-            f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}, {opts.processes} "
-            f"process{'es' if opts.processes != 1 else ''}, queue {opts.queue}")
+    return (
+        f"{PROG}: {what}, {opts.producers} producers / {opts.consumers} consumers on "
+        f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}, {opts.processes} "
+        f"process{'es' if opts.processes != 1 else ''}, queue {opts.queue}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -785,12 +958,19 @@ def run(argv: list[str] | None) -> int:
     if coordinator.interrupted:
         return fail("interrupted: partial results", 130)
     if result["lost"]:
-        return fail(f"{result['lost']:,} of {result['produced']:,} jobs were not consumed"
-                    + (f" within the drain timeout ({opts.drain_timeout:g}s)"
-                       if coordinator.drain_timed_out else ""))
+        return fail(
+            f"{result['lost']:,} of {result['produced']:,} jobs were not consumed"
+            + (
+                f" within the drain timeout ({opts.drain_timeout:g}s)"
+                if coordinator.drain_timed_out
+                else ""
+            )
+        )
     if coordinator.drain_timed_out:
-        return fail(f"{result['produced'] - result['consumed']:,} jobs not consumed within the "
-                    f"drain timeout ({opts.drain_timeout:g}s)")
+        return fail(
+            f"{result['produced'] - result['consumed']:,} jobs not consumed within the "
+            f"drain timeout ({opts.drain_timeout:g}s)"
+        )
     if result["errors"]:
         first = next(iter(result["error_messages"]), "see above")
         return fail(f"{result['errors']:,} errors (first: {first})")

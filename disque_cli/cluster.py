@@ -38,9 +38,9 @@ if TYPE_CHECKING:
 
     from disque_cli.main import Config
 
-NODE_TIMEOUT = 5.0    # seconds to connect to a node and for each of its replies
-ID_PREFIX = 8         # characters of a node ID shown in tables
-CLOSED = "the node closed the connection"   # what why() makes of a hang-up
+NODE_TIMEOUT = 5.0  # seconds to connect to a node and for each of its replies
+ID_PREFIX = 8  # characters of a node ID shown in tables
+CLOSED = "the node closed the connection"  # what why() makes of a hang-up
 
 
 class NodeDown(Exception):
@@ -82,13 +82,13 @@ def resolve_ip(host: str) -> str:
 
 # ---- one node ----------------------------------------------------------------------
 
+
 class NodeSession(Session):
     """A Session whose replies time out (a paused node must not hang the tool) and
     whose failed AUTH is fatal (the node's findings would be NOAUTH errors)."""
 
     def __init__(self, endpoint: Endpoint, timeout: float | None) -> None:
-        super().__init__(endpoint, connect_timeout=timeout or NODE_TIMEOUT,
-                         reply_timeout=timeout)
+        super().__init__(endpoint, connect_timeout=timeout or NODE_TIMEOUT, reply_timeout=timeout)
 
     def connect(self) -> None:
         self.open()
@@ -116,17 +116,23 @@ def why(exc: Disconnected, timeout: float | None) -> str:
 class Member:
     """One node of the cluster as the tool sees it."""
 
-    def __init__(self, host: str, port: int, password: str | None,
-                 timeout: float | None = NODE_TIMEOUT, node_id: str | None = None,
-                 tls: TLS | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        password: str | None,
+        timeout: float | None = NODE_TIMEOUT,
+        node_id: str | None = None,
+        tls: TLS | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.timeout = timeout
         self.session = NodeSession(Endpoint(host, port, password, tls), timeout)
         self.id = node_id
-        self.error: str | None = None      # why it could not be reached, if so
-        self.view: list[ViewEntry] = []    # its CLUSTER NODES
-        self.info: dict[str, str] = {}     # its INFO, flattened
+        self.error: str | None = None  # why it could not be reached, if so
+        self.view: list[ViewEntry] = []  # its CLUSTER NODES
+        self.info: dict[str, str] = {}  # its INFO, flattened
 
     @property
     def label(self) -> str:
@@ -148,14 +154,14 @@ class Member:
     def sibling(self, host: str, port: int, node_id: str | None = None) -> Member:
         """Another node of the cluster, reached with this one's password, TLS settings
         and timeout (a node the seed lists, say)."""
-        return Member(host or self.host, port, self.session.endpoint.password, self.timeout,
-                      node_id, self.tls)
+        return Member(
+            host or self.host, port, self.session.endpoint.password, self.timeout, node_id, self.tls
+        )
 
     def cli(self, *command: str) -> str:
         """A `disque` command line for this node, for hints (TLS options included,
         never the password)."""
-        words = ["disque", "-h", self.host, "-p", str(self.port), *tls_words(self.tls),
-                 *command]
+        words = ["disque", "-h", self.host, "-p", str(self.port), *tls_words(self.tls), *command]
         return " ".join(words)
 
     def call(self, *args: Any) -> Reply:
@@ -230,6 +236,7 @@ def _text(data: bytes) -> str:
 
 # ---- CLUSTER NODES -------------------------------------------------------------------
 
+
 @dataclass
 class ViewEntry:
     """`id ip:port flags ping_sent pong_recv link`."""
@@ -239,7 +246,7 @@ class ViewEntry:
     port: int
     flags: set[str] = field(default_factory=set)
     link: str = "connected"
-    bus_port: int = 0          # from ip:port@busport; 0: port + 10000
+    bus_port: int = 0  # from ip:port@busport; 0: port + 10000
 
     @property
     def myself(self) -> bool:
@@ -270,12 +277,18 @@ def parse_nodes(text: str) -> list[ViewEntry]:
         fields = line.split()
         if len(fields) < 3:
             continue
-        address, _, bus = fields[1].partition("@")   # ip:port[@busport]
+        address, _, bus = fields[1].partition("@")  # ip:port[@busport]
         host, _, port = address.rpartition(":")
-        entries.append(ViewEntry(
-            id=fields[0], host=host.strip("[]"), port=int(port) if port.isdigit() else 0,
-            flags=set(fields[2].split(",")), link=fields[5] if len(fields) > 5 else "connected",
-            bus_port=int(bus) if bus.isdigit() else 0))
+        entries.append(
+            ViewEntry(
+                id=fields[0],
+                host=host.strip("[]"),
+                port=int(port) if port.isdigit() else 0,
+                flags=set(fields[2].split(",")),
+                link=fields[5] if len(fields) > 5 else "connected",
+                bus_port=int(bus) if bus.isdigit() else 0,
+            )
+        )
     return entries
 
 
@@ -313,6 +326,7 @@ def tls_addresses(seed: Member) -> dict[str, tuple[str, int]]:
 
 
 # ---- verb arguments -----------------------------------------------------------------
+
 
 @dataclass
 class VerbArgs:
@@ -355,9 +369,14 @@ def verb_args(config: Config, args: Sequence[bytes], verb: ClusterVerb) -> VerbA
     """Split the words after the verb, taking its options (--yes, --timeout N, an
     output format) from among them; `call` takes none: its words are a command."""
     words = [arg.decode("utf-8", errors="surrogateescape") for arg in args]
-    parsed = VerbArgs([], config, yes=bool(config.cluster_yes),
-                      shutdown=bool(config.cluster_shutdown),
-                      timeout=config.cluster_timeout, mode=config.mode)
+    parsed = VerbArgs(
+        [],
+        config,
+        yes=bool(config.cluster_yes),
+        shutdown=bool(config.cluster_shutdown),
+        timeout=config.cluster_timeout,
+        mode=config.mode,
+    )
     accepted = trailing_options(verb)
     i = 0
     while i < len(words):
@@ -374,8 +393,10 @@ def verb_args(config: Config, args: Sequence[bytes], verb: ClusterVerb) -> VerbA
         elif word in accepted:
             setattr(parsed, accepted[word], True)
         else:
-            raise VerbError(f"Unrecognized option for --cluster {verb.name}: '{word}' "
-                            f"(usage: disque --cluster {verb.usage})")
+            raise VerbError(
+                f"Unrecognized option for --cluster {verb.name}: '{word}' "
+                f"(usage: disque --cluster {verb.usage})"
+            )
         i += 1
     if parsed.timeout is not None and parsed.timeout < 0:
         raise VerbError("--timeout must be 0 (no limit) or more seconds")
@@ -402,6 +423,7 @@ def seed_address(parsed: VerbArgs, usage: str) -> tuple[str, int]:
 
 
 # ---- output -----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Column:
@@ -437,10 +459,12 @@ class Output:
     def console(self) -> Console:
         if self._console is None:
             from rich.console import Console
+
             # Not a terminal (FAKETTY, --no-raw in a pipe): tables at their natural width.
             width = None if self.messages.isatty() else 160
-            self._console = Console(file=self.messages, highlight=False, soft_wrap=True,
-                                    width=width)
+            self._console = Console(
+                file=self.messages, highlight=False, soft_wrap=True, width=width
+            )
         return self._console
 
     @property
@@ -456,6 +480,7 @@ class Output:
     def line(self, text: str = "", style: str | None = None) -> None:
         if self.rich:
             from rich.text import Text
+
             self.console.print(Text(text, style=style or ""))
         else:
             print(text, file=self.messages, flush=True)
@@ -470,6 +495,7 @@ class Output:
             self.warnings += 1
         if self.rich:
             from rich.text import Text
+
             line = Text(f"[{level}]", style=STYLES[level])
             line.append(f" {text}")
             self.console.print(line)
@@ -489,8 +515,10 @@ class Output:
         if self.rich:
             from rich.panel import Panel
             from rich.text import Text
-            self.console.print(Panel(Text("\n".join(lines)), title=title, title_align="left",
-                                     expand=False))
+
+            self.console.print(
+                Panel(Text("\n".join(lines)), title=title, title_align="left", expand=False)
+            )
         else:
             print(f"--- {title} ---", file=self.messages)
             for text in lines:
@@ -498,8 +526,13 @@ class Output:
             print(file=self.messages, flush=True)
 
     # ---- tables ----
-    def table(self, columns: Sequence[Column], rows: Sequence[dict[str, Any]],
-              title: str | None = None, footer: dict[str, Any] | None = None) -> None:
+    def table(
+        self,
+        columns: Sequence[Column],
+        rows: Sequence[dict[str, Any]],
+        title: str | None = None,
+        footer: dict[str, Any] | None = None,
+    ) -> None:
         if self.mode is Mode.JSON:
             self.out.write(dumps(list(rows)) + "\n")
         elif self.mode is Mode.CSV:
@@ -515,23 +548,45 @@ class Output:
             self._plain_table(columns, rows)
         self.out.flush()
 
-    def _rich_table(self, columns: Sequence[Column], rows: Iterable[dict[str, Any]],
-                    title: str | None, footer: dict[str, Any] | None) -> None:
+    def _rich_table(
+        self,
+        columns: Sequence[Column],
+        rows: Iterable[dict[str, Any]],
+        title: str | None,
+        footer: dict[str, Any] | None,
+    ) -> None:
         from rich import box
         from rich.table import Table
         from rich.text import Text
-        table = Table(title=title, box=box.SIMPLE_HEAD, show_footer=footer is not None,
-                      title_justify="left", title_style="bold", padding=(0, 1),
-                      pad_edge=False)
+
+        table = Table(
+            title=title,
+            box=box.SIMPLE_HEAD,
+            show_footer=footer is not None,
+            title_justify="left",
+            title_style="bold",
+            padding=(0, 1),
+            pad_edge=False,
+        )
         for column in columns:
-            table.add_column(column.title, justify="right" if column.numeric else "left",
-                             footer=_cell((footer or {}).get(column.key, "")),
-                             no_wrap=True)
+            table.add_column(
+                column.title,
+                justify="right" if column.numeric else "left",
+                footer=_cell((footer or {}).get(column.key, "")),
+                no_wrap=True,
+            )
         for row in rows:
             down = row.get("error") is not None
-            table.add_row(*(Text(_cell(row.get(column.key)),
-                                 style="red" if down and column.key == "status" else "")
-                            for column in columns), style="dim" if down else None)
+            table.add_row(
+                *(
+                    Text(
+                        _cell(row.get(column.key)),
+                        style="red" if down and column.key == "status" else "",
+                    )
+                    for column in columns
+                ),
+                style="dim" if down else None,
+            )
         self.console.print(table)
 
     def _plain_table(self, columns: Sequence[Column], rows: Sequence[dict[str, Any]]) -> None:
@@ -539,9 +594,12 @@ class Output:
         cells += [[_cell(row.get(column.key)) for column in columns] for row in rows]
         widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
         for line in cells:
-            text = "  ".join(value.rjust(width) if column.numeric and line is not cells[0]
-                             else value.ljust(width)
-                             for value, width, column in zip(line, widths, columns, strict=True))
+            text = "  ".join(
+                value.rjust(width)
+                if column.numeric and line is not cells[0]
+                else value.ljust(width)
+                for value, width, column in zip(line, widths, columns, strict=True)
+            )
             print(text.rstrip(), file=self.out)
 
 

@@ -46,12 +46,12 @@ from disque_cli.replies import ErrorReply
 from disque_common.client import flat_info
 
 USAGE = "leave host:port [--yes] [--shutdown] [--timeout SECS]"
-POLL = 0.2                # seconds between INFO polls while draining
-STALL_AFTER = 5.0         # seconds without progress before explaining why
-PLAIN_EVERY = 1.0         # at most one progress line per second in a pipe
-RATE_WINDOW = 5.0         # seconds of history for the jobs/s rate
-SEEN_LEAVING_WAIT = 5.0   # seconds to wait for the others to see the leaving flag
-SHUTDOWN_WAIT = 10.0      # seconds for the node to stop accepting connections
+POLL = 0.2  # seconds between INFO polls while draining
+STALL_AFTER = 5.0  # seconds without progress before explaining why
+PLAIN_EVERY = 1.0  # at most one progress line per second in a pipe
+RATE_WINDOW = 5.0  # seconds of history for the jobs/s rate
+SEEN_LEAVING_WAIT = 5.0  # seconds to wait for the others to see the leaving flag
+SHUTDOWN_WAIT = 10.0  # seconds for the node to stop accepting connections
 
 
 @dataclass
@@ -74,8 +74,9 @@ class Result:
 def cluster_leave(parsed: VerbArgs) -> int:
     host, port = seed_address(parsed, USAGE)
     if parsed.words:
-        raise VerbError(f"Unexpected arguments: {' '.join(parsed.words)}\n"
-                        f"Usage: disque --cluster {USAGE}")
+        raise VerbError(
+            f"Unexpected arguments: {' '.join(parsed.words)}\nUsage: disque --cluster {USAGE}"
+        )
     out = Output(parsed.mode)
     target = parsed.member(host, port)
     if not target.refresh():
@@ -87,9 +88,11 @@ def cluster_leave(parsed: VerbArgs) -> int:
         return Leave(out, parsed, members).run()
     except KeyboardInterrupt:
         out.line("")
-        out.error(f"Interrupted. {target.name} may be left in leaving state: run this "
-                  f"command again to go on, or undo with "
-                  f"`{target.cli('cluster', 'leaving', 'no')}`.")
+        out.error(
+            f"Interrupted. {target.name} may be left in leaving state: run this "
+            f"command again to go on, or undo with "
+            f"`{target.cli('cluster', 'leaving', 'no')}`."
+        )
         return 130
     finally:
         for member in members:
@@ -102,8 +105,7 @@ class Leave:
         self.parsed = parsed
         self.target = members[0]
         self.others = members[1:]
-        self.results = [Result(self.target, "leaving")] + [Result(m, "other")
-                                                           for m in self.others]
+        self.results = [Result(self.target, "leaving")] + [Result(m, "other") for m in self.others]
         self.target_gone = False
 
     @property
@@ -123,14 +125,18 @@ class Leave:
             if not member.refresh(with_info=False):
                 out.warn(f"{member.name} is unreachable: {member.error}")
         if not any(member.up for member in self.others):
-            out.error("None of the other nodes can be reached: the jobs of "
-                      f"{target.name} would have nowhere to go. Nothing was changed.")
+            out.error(
+                "None of the other nodes can be reached: the jobs of "
+                f"{target.name} would have nowhere to go. Nothing was changed."
+            )
             return 1
         self.explain()
         if not sys.stdin.isatty() and not self.parsed.yes:
             # From cron or ssh, a mistyped address would drain and forget a node.
-            out.error("Standard input is not a terminal, so nobody can confirm: nothing "
-                      "was changed. Give --yes to remove the node without asking.")
+            out.error(
+                "Standard input is not a terminal, so nobody can confirm: nothing "
+                "was changed. Give --yes to remove the node without asking."
+            )
             return 1
         if not self.confirm():
             out.line("Aborted: nothing was changed.")
@@ -214,8 +220,10 @@ class Leave:
             still = []
             for member in pending:
                 try:
-                    seen = any(entry.id == target.id and "leaving" in entry.flags
-                               for entry in _view(member))
+                    seen = any(
+                        entry.id == target.id and "leaving" in entry.flags
+                        for entry in _view(member)
+                    )
                 except NodeDown:
                     continue
                 if not seen:
@@ -225,8 +233,10 @@ class Leave:
                 time.sleep(POLL)
         seeing = sum(member.up for member in self.others) - len(pending)
         if pending:
-            out.warn(f"{seeing} nodes see it as leaving; not yet: "
-                     f"{', '.join(member.label for member in pending)}")
+            out.warn(
+                f"{seeing} nodes see it as leaving; not yet: "
+                f"{', '.join(member.label for member in pending)}"
+            )
         else:
             out.ok(f"All {seeing} reachable nodes see it as leaving.")
         return True
@@ -237,7 +247,7 @@ class Leave:
         timed out (stop here, the node stays leaving)."""
         out, target = self.out, self.target
         remaining = self.poll_jobs()
-        if remaining is None:   # gone already: what it held when we asked first
+        if remaining is None:  # gone already: what it held when we asked first
             return self.lost(target.number("registered_jobs"))
         if remaining == 0:
             out.ok(f"{target.label} holds no job.")
@@ -264,14 +274,18 @@ class Leave:
         if remaining is None:
             return self.lost(watcher.remaining)
         if remaining == 0:
-            out.ok(f"Drained: {plural(watcher.total, 'job')} left {target.label} in "
-                   f"{watcher.elapsed():.1f}s.")
+            out.ok(
+                f"Drained: {plural(watcher.total, 'job')} left {target.label} in "
+                f"{watcher.elapsed():.1f}s."
+            )
             self.mine.ok(f"drained {plural(watcher.total, 'job')}")
             return True
-        out.error(f"{plural(remaining, 'job')} still on {target.label} after {timeout:g}s. "
-                  "It was not forgotten and stays in leaving state: start consumers on the "
-                  "other nodes and run this command again, or undo with "
-                  f"`{target.cli('cluster', 'leaving', 'no')}`.")
+        out.error(
+            f"{plural(remaining, 'job')} still on {target.label} after {timeout:g}s. "
+            "It was not forgotten and stays in leaving state: start consumers on the "
+            "other nodes and run this command again, or undo with "
+            f"`{target.cli('cluster', 'leaving', 'no')}`."
+        )
         self.mine.fail(f"{plural(remaining, 'job')} left after {timeout:g}s")
         return False
 
@@ -290,27 +304,36 @@ class Leave:
     def lost(self, remaining: int | None) -> None:
         self.target_gone = True
         jobs = f" with {plural(remaining, 'job')} still on it" if remaining else ""
-        self.out.error(f"{self.target.name} went away while draining{jobs}: "
-                       f"{self.target.error}.")
+        self.out.error(f"{self.target.name} went away while draining{jobs}: {self.target.error}.")
         if remaining:
-            self.out.line("    Jobs with copies on other nodes are queued again by them after "
-                          "their retry time; jobs with a single copy are lost.")
+            self.out.line(
+                "    Jobs with copies on other nodes are queued again by them after "
+                "their retry time; jobs with a single copy are lost."
+            )
         self.out.line("    Going on: the other nodes still have to forget it.")
         self.mine.fail(f"went away while draining: {self.target.error}")
         return None
 
     def stall_message(self, remaining: int, stalled: float) -> str:
         queued = self.queued_jobs()
-        text = (f"No job has left {self.target.label} for {stalled:.0f}s. Jobs leave a leaving "
-                "node only when consumers connected to other nodes ask for them (GETJOB).")
+        text = (
+            f"No job has left {self.target.label} for {stalled:.0f}s. Jobs leave a leaving "
+            "node only when consumers connected to other nodes ask for them (GETJOB)."
+        )
         if queued:
             total = sum(queued.values())
             top = sorted(queued.items(), key=lambda item: -item[1])[:5]
-            text += (" Queued here: " + ", ".join(f"{name} ({count})" for name, count in top)
-                     + (", ..." if len(queued) > 5 else "") + ".")
+            text += (
+                " Queued here: "
+                + ", ".join(f"{name} ({count})" for name, count in top)
+                + (", ..." if len(queued) > 5 else "")
+                + "."
+            )
             if remaining > total:
-                text += (f" {remaining - total} more are being processed or are copies of "
-                         "jobs queued elsewhere: they go when acknowledged.")
+                text += (
+                    f" {remaining - total} more are being processed or are copies of "
+                    "jobs queued elsewhere: they go when acknowledged."
+                )
         return text
 
     def queued_jobs(self) -> dict[str, int]:
@@ -364,13 +387,17 @@ class Leave:
                 continue
             already = isinstance(reply, ErrorReply)
             result.ok("had already forgotten it" if already else "forgot it")
-            out.ok(f"{member.name} {'had already forgotten' if already else 'forgot'} "
-                   f"{node_id[:ID_PREFIX]}.")
+            out.ok(
+                f"{member.name} {'had already forgotten' if already else 'forgot'} "
+                f"{node_id[:ID_PREFIX]}."
+            )
         missed = [member for member in self.others if self.result_of(member).failed]
         if missed:
-            out.warn(f"Run `CLUSTER FORGET {node_id}` on "
-                     f"{', '.join(member.label for member in missed)} as soon as possible: "
-                     "until then they may gossip it back to the others (after 60s).")
+            out.warn(
+                f"Run `CLUSTER FORGET {node_id}` on "
+                f"{', '.join(member.label for member in missed)} as soon as possible: "
+                "until then they may gossip it back to the others (after 60s)."
+            )
 
     # ---- step 4 ----
     def shutdown(self) -> None:
@@ -396,8 +423,9 @@ class Leave:
             time.sleep(POLL)
         if _accepting(target):
             self.mine.fail("still accepting connections after SHUTDOWN")
-            out.error(f"{target.label} still accepts connections {SHUTDOWN_WAIT:g}s after "
-                      "SHUTDOWN.")
+            out.error(
+                f"{target.label} still accepts connections {SHUTDOWN_WAIT:g}s after SHUTDOWN."
+            )
         else:
             self.mine.ok("shut down")
             out.ok(f"{target.label} shut down.")
@@ -408,19 +436,36 @@ class Leave:
         rows: list[dict[str, Any]] = []
         for result in self.results:
             member = result.member
-            rows.append({"id": member.id if out.mode is Mode.JSON
-                         else (member.id or "?")[:ID_PREFIX],
-                         "address": member.label, "role": result.role,
-                         "result": "; ".join(result.outcome) or "untouched",
-                         "ok": not result.failed,
-                         "error": member.error if result.failed else None})
-        out.table((Column("address", "Address"), Column("id", "ID"), Column("role", "Role"),
-                   Column("result", "Result")), rows, title="Summary")
+            rows.append(
+                {
+                    "id": member.id if out.mode is Mode.JSON else (member.id or "?")[:ID_PREFIX],
+                    "address": member.label,
+                    "role": result.role,
+                    "result": "; ".join(result.outcome) or "untouched",
+                    "ok": not result.failed,
+                    "error": member.error if result.failed else None,
+                }
+            )
+        out.table(
+            (
+                Column("address", "Address"),
+                Column("id", "ID"),
+                Column("role", "Role"),
+                Column("result", "Result"),
+            ),
+            rows,
+            title="Summary",
+        )
         failed = any(result.failed for result in self.results)
         if not failed:
-            tail = "" if self.parsed.shutdown else (
-                f" It is still running, out of the cluster: stop it with "
-                f"`{target.cli('shutdown')}`.")
+            tail = (
+                ""
+                if self.parsed.shutdown
+                else (
+                    f" It is still running, out of the cluster: stop it with "
+                    f"`{target.cli('shutdown')}`."
+                )
+            )
             out.ok(f"{target.name} left the cluster.{tail}")
             return 0
         out.error(f"The removal of {target.name} did not complete: see above.")
@@ -428,6 +473,7 @@ class Leave:
 
 
 # ---- drain progress ---------------------------------------------------------------------
+
 
 class DrainWatch:
     """Counts and rates while registered_jobs goes down."""
@@ -446,7 +492,7 @@ class DrainWatch:
             self.last_change = now
             self.explained = False
         self.remaining = remaining
-        self.total = max(self.total, remaining)   # jobs may still arrive (replicas)
+        self.total = max(self.total, remaining)  # jobs may still arrive (replicas)
         self.samples.append((now, remaining))
         while len(self.samples) > 2 and now - self.samples[0][0] > RATE_WINDOW:
             self.samples.popleft()
@@ -493,16 +539,23 @@ class ProgressView:
                 TextColumn,
                 TimeElapsedColumn,
             )
+
             watch = self.watch
             self.progress = Progress(
-                SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(30),
-                MofNCompleteColumn(), TextColumn("jobs moved", markup=False),
+                SpinnerColumn(),
+                TextColumn("{task.description}", markup=False),
+                BarColumn(30),
+                MofNCompleteColumn(),
+                TextColumn("jobs moved", markup=False),
                 TextColumn("{task.fields[rate]}", markup=False),
-                TextColumn("{task.fields[eta]}", markup=False), TimeElapsedColumn(),
-                console=self.out.console)
+                TextColumn("{task.fields[eta]}", markup=False),
+                TimeElapsedColumn(),
+                console=self.out.console,
+            )
             self.progress.start()
-            self.task = self.progress.add_task(f"draining {self.address}", total=watch.total,
-                                               completed=0, rate="", eta="")
+            self.task = self.progress.add_task(
+                f"draining {self.address}", total=watch.total, completed=0, rate="", eta=""
+            )
         else:
             self._plain(force=True)
         return self
@@ -511,18 +564,27 @@ class ProgressView:
         watch = self.watch
         if self.progress is not None:
             stalled = watch.stalled_for() >= STALL_AFTER
-            description = (f"waiting for consumers ({watch.stalled_for():.0f}s idle)"
-                           if stalled else f"draining {self.address}")
+            description = (
+                f"waiting for consumers ({watch.stalled_for():.0f}s idle)"
+                if stalled
+                else f"draining {self.address}"
+            )
             eta = watch.eta()
-            self.progress.update(self.task, total=watch.total, completed=watch.moved,
-                                 description=description, rate=f"{watch.rate():.1f} jobs/s",
-                                 eta=f"ETA {_duration(eta)}" if eta is not None else "ETA -")
+            self.progress.update(
+                self.task,
+                total=watch.total,
+                completed=watch.moved,
+                description=description,
+                rate=f"{watch.rate():.1f} jobs/s",
+                eta=f"ETA {_duration(eta)}" if eta is not None else "ETA -",
+            )
         else:
             self._plain()
 
     def note(self, text: str) -> None:
         if self.progress is not None:
             from rich.text import Text
+
             self.progress.console.print(Text(text, style="yellow"))
         else:
             self.out.line(f"    {text}")
@@ -531,13 +593,16 @@ class ProgressView:
         watch = self.watch
         now = time.monotonic()
         changed = watch.remaining != self.last_printed
-        if not force and not (changed and (now - self.last_line >= PLAIN_EVERY
-                                           or watch.remaining == 0)):
+        if not force and not (
+            changed and (now - self.last_line >= PLAIN_EVERY or watch.remaining == 0)
+        ):
             return
         eta = watch.eta()
-        self.out.line(f"    jobs left: {watch.remaining}/{watch.total}, moved {watch.moved}, "
-                      f"{watch.rate():.1f} jobs/s, ETA "
-                      f"{_duration(eta) if eta is not None else '-'}")
+        self.out.line(
+            f"    jobs left: {watch.remaining}/{watch.total}, moved {watch.moved}, "
+            f"{watch.rate():.1f} jobs/s, ETA "
+            f"{_duration(eta) if eta is not None else '-'}"
+        )
         self.last_line = now
         self.last_printed = watch.remaining
 

@@ -31,11 +31,16 @@ from disque_cli.cluster import (
 from disque_cli.render import Mode, RenderOptions, dumps, format_json, render
 from disque_cli.replies import ErrorReply, Status
 
-CREATE_TIMEOUT = 30.0    # seconds for the mesh to complete
+CREATE_TIMEOUT = 30.0  # seconds for the mesh to complete
 POLL = 0.1
 
-NODE_COLUMNS = (Column("id", "ID"), Column("address", "Address"), Column("flags", "Flags"),
-                Column("jobs", "Jobs", numeric=True), Column("queues", "Queues", numeric=True))
+NODE_COLUMNS = (
+    Column("id", "ID"),
+    Column("address", "Address"),
+    Column("flags", "Flags"),
+    Column("jobs", "Jobs", numeric=True),
+    Column("queues", "Queues", numeric=True),
+)
 
 
 def node_row(member: Member, observer: Member | None = None) -> dict[str, Any]:
@@ -51,11 +56,13 @@ def node_row(member: Member, observer: Member | None = None) -> dict[str, Any]:
             flags |= seen.flags
     flags -= {"myself", "noflags"}
     row: dict[str, Any] = {
-        "id": (member.id or "?")[:ID_PREFIX], "address": member.label,
+        "id": (member.id or "?")[:ID_PREFIX],
+        "address": member.label,
         "flags": ",".join(sorted(flags)) or "-",
         "jobs": member.number("registered_jobs") if member.up else None,
         "queues": member.number("registered_queues") if member.up else None,
-        "error": member.error}
+        "error": member.error,
+    }
     return row
 
 
@@ -64,8 +71,9 @@ def json_rows(rows: list[dict[str, Any]], members: Sequence[Member]) -> list[dic
     return [{**row, "id": member.id} for row, member in zip(rows, members, strict=True)]
 
 
-def print_nodes(out: Output, members: Sequence[Member], title: str,
-                observer: Member | None = None) -> None:
+def print_nodes(
+    out: Output, members: Sequence[Member], title: str, observer: Member | None = None
+) -> None:
     rows = [node_row(member, observer) for member in members]
     if out.mode is Mode.JSON:
         rows = json_rows(rows, members)
@@ -83,8 +91,9 @@ def refresh_all(out: Output, members: Sequence[Member], with_info: bool = True) 
     return up
 
 
-def open_seed(parsed: VerbArgs, out: Output, usage: str,
-              timeout: float = NODE_TIMEOUT) -> list[Member] | None:
+def open_seed(
+    parsed: VerbArgs, out: Output, usage: str, timeout: float = NODE_TIMEOUT
+) -> list[Member] | None:
     """The seed node and the nodes it knows; None (after an [ERR]) if it is unreachable."""
     host, port = seed_address(parsed, usage)
     seed = parsed.member(host, port, timeout)
@@ -96,6 +105,7 @@ def open_seed(parsed: VerbArgs, out: Output, usage: str,
 
 # ---- create -------------------------------------------------------------------------
 
+
 def cluster_create(parsed: VerbArgs) -> int:
     out = Output(parsed.mode)
     addresses = []
@@ -106,8 +116,9 @@ def cluster_create(parsed: VerbArgs) -> int:
         if address not in addresses:
             addresses.append(address)
     if len(addresses) < 2:
-        raise VerbError("Usage: disque --cluster create host1:port1 host2:port2 ... "
-                        "(at least two nodes)")
+        raise VerbError(
+            "Usage: disque --cluster create host1:port1 host2:port2 ... (at least two nodes)"
+        )
     timeout = CREATE_TIMEOUT if parsed.timeout is None else parsed.timeout
     members = [parsed.member(host, port) for host, port in addresses]
     try:
@@ -128,11 +139,16 @@ def _create(out: Output, members: list[Member], timeout: float) -> int:
         return 1
     given = set(ids)
     for member in members:
-        others = [entry for entry in member.view
-                  if not entry.myself and not entry.handshake and entry.id not in given]
+        others = [
+            entry
+            for entry in member.view
+            if not entry.myself and not entry.handshake and entry.id not in given
+        ]
         if others:
-            out.warn(f"{member.name} already belongs to a cluster of {len(others) + 1} nodes: "
-                     "the clusters will be merged.")
+            out.warn(
+                f"{member.name} already belongs to a cluster of {len(others) + 1} nodes: "
+                "the clusters will be merged."
+            )
     first = members[0]
     for member in members[1:]:
         if any(entry.id == member.id for entry in first.view):
@@ -145,8 +161,9 @@ def _create(out: Output, members: list[Member], timeout: float) -> int:
         if isinstance(reply, ErrorReply):
             out.error(f"{first.name}: CLUSTER MEET {member.label}: {bytes(reply).decode()}")
             return 1
-    out.line(f"{first.label} met {len(members) - 1} nodes; waiting for gossip to complete "
-             "the mesh...")
+    out.line(
+        f"{first.label} met {len(members) - 1} nodes; waiting for gossip to complete the mesh..."
+    )
     missing = wait_mesh(out, members, timeout)
     if missing:
         out.error(f"The mesh is not complete after {timeout:g}s:")
@@ -187,8 +204,9 @@ def mesh_problems(members: Sequence[Member]) -> list[str]:
             if entry is None:
                 problems.append(f"{member.label} does not know {other.name} yet")
             elif entry.failing:
-                problems.append(f"{member.label} flags {other.name} as "
-                                f"{','.join(sorted(entry.failing))}")
+                problems.append(
+                    f"{member.label} flags {other.name} as {','.join(sorted(entry.failing))}"
+                )
             elif entry.link != "connected":
                 problems.append(f"{member.label} has no link to {other.name}")
     return problems
@@ -215,6 +233,7 @@ def wait_mesh(out: Output, members: Sequence[Member], timeout: float) -> list[st
 
 
 # ---- check -------------------------------------------------------------------------------
+
 
 def cluster_check(parsed: VerbArgs) -> int:
     out = Output(parsed.mode)
@@ -248,20 +267,34 @@ def _check(out: Output, members: list[Member]) -> int:
             if entry.handshake:
                 findings.append(("WARN", f"{member.label} is in handshake with {entry.label}"))
             elif not entry.myself and entry.link != "connected" and not entry.failing:
-                findings.append(("WARN", f"{member.label} has no link to {entry.label} "
-                                         "right now (reconnecting)"))
-    leaving = sorted({member.name for member in up
-                      if (own := member.myself()) is not None and "leaving" in own.flags})
+                findings.append(
+                    (
+                        "WARN",
+                        f"{member.label} has no link to {entry.label} right now (reconnecting)",
+                    )
+                )
+    leaving = sorted(
+        {
+            member.name
+            for member in up
+            if (own := member.myself()) is not None and "leaving" in own.flags
+        }
+    )
     for name in leaving:
         findings.append(("WARN", f"{name} is leaving the cluster."))
 
     if out.mode is Mode.JSON:
         rows = json_rows([node_row(member, seed) for member in members], members)
-        out.out.write(dumps({
-            "healthy": not any(level == "ERR" for level, _ in findings),
-            "nodes": rows,
-            "findings": [{"level": level, "text": text} for level, text in findings],
-        }) + "\n")
+        out.out.write(
+            dumps(
+                {
+                    "healthy": not any(level == "ERR" for level, _ in findings),
+                    "nodes": rows,
+                    "findings": [{"level": level, "text": text} for level, text in findings],
+                }
+            )
+            + "\n"
+        )
         out.errors = sum(level == "ERR" for level, _ in findings)
     else:
         print_nodes(out, members, f"Cluster of {len(members)} nodes", observer=seed)
@@ -284,8 +317,10 @@ def _shared_addresses(members: Sequence[Member]) -> list[tuple[str, str]]:
         ids = ", ".join((member.id or "?")[:ID_PREFIX] for member in holders)
         text = f"{where} is held by {len(holders)} node IDs ({ids})"
         if gone:
-            text += (": forget the one that is gone with `disque --cluster call "
-                     f"{members[0].label} cluster forget {gone[0]}`")
+            text += (
+                ": forget the one that is gone with `disque --cluster call "
+                f"{members[0].label} cluster forget {gone[0]}`"
+            )
         findings.append(("ERR", text))
     return findings
 
@@ -302,8 +337,13 @@ def _compare_views(members: Sequence[Member], up: Sequence[Member]) -> list[tupl
             findings.append(("ERR", f"{member.label} does not know {names[node_id]}"))
         for node_id in sorted(known - reference):
             entry = next(entry for entry in member.view if entry.id == node_id)
-            findings.append(("ERR", f"{member.label} knows {entry.label} ({node_id[:ID_PREFIX]}),"
-                                    f" unknown to {seed.label}"))
+            findings.append(
+                (
+                    "ERR",
+                    f"{member.label} knows {entry.label} ({node_id[:ID_PREFIX]}),"
+                    f" unknown to {seed.label}",
+                )
+            )
     if not findings and up:
         findings.append(("OK", f"All nodes agree about the cluster: {len(reference)} members."))
     return findings
@@ -311,7 +351,7 @@ def _compare_views(members: Sequence[Member], up: Sequence[Member]) -> list[tupl
 
 def _failure_flags(members: Sequence[Member], up: Sequence[Member]) -> list[tuple[str, str]]:
     names = {member.id: member.name for member in members}
-    flagged: dict[str, dict[str, list[str]]] = {}   # target -> flag -> observers
+    flagged: dict[str, dict[str, list[str]]] = {}  # target -> flag -> observers
     for member in up:
         for entry in member.view:
             for flag in entry.failing:
@@ -320,8 +360,9 @@ def _failure_flags(members: Sequence[Member], up: Sequence[Member]) -> list[tupl
     findings = []
     for target, flags in sorted(flagged.items()):
         for flag, observers in sorted(flags.items()):
-            findings.append(("ERR", f"{target} is flagged {flag.upper()} by "
-                                    f"{', '.join(observers)}"))
+            findings.append(
+                ("ERR", f"{target} is flagged {flag.upper()} by {', '.join(observers)}")
+            )
     if not flagged and up:
         findings.append(("OK", "No node is flagged PFAIL or FAIL."))
     return findings
@@ -329,12 +370,18 @@ def _failure_flags(members: Sequence[Member], up: Sequence[Member]) -> list[tupl
 
 # ---- info -----------------------------------------------------------------------------
 
-INFO_COLUMNS = (Column("id", "ID"), Column("address", "Address"), Column("flags", "Flags"),
-                Column("jobs", "Jobs", numeric=True), Column("queues", "Queues", numeric=True),
-                Column("clients", "Clients", numeric=True),
-                Column("blocked", "Blocked", numeric=True),
-                Column("memory", "Memory", numeric=True),
-                Column("ops_per_sec", "Ops/s", numeric=True), Column("leaving", "Leaving"))
+INFO_COLUMNS = (
+    Column("id", "ID"),
+    Column("address", "Address"),
+    Column("flags", "Flags"),
+    Column("jobs", "Jobs", numeric=True),
+    Column("queues", "Queues", numeric=True),
+    Column("clients", "Clients", numeric=True),
+    Column("blocked", "Blocked", numeric=True),
+    Column("memory", "Memory", numeric=True),
+    Column("ops_per_sec", "Ops/s", numeric=True),
+    Column("leaving", "Leaving"),
+)
 
 
 def cluster_info(parsed: VerbArgs) -> int:
@@ -349,31 +396,47 @@ def cluster_info(parsed: VerbArgs) -> int:
         seed = members[0]
         for member in members:
             own = member.myself() if member.up else None
-            rows.append({
-                "id": member.id if out.mode is Mode.JSON else (member.id or "?")[:ID_PREFIX],
-                "address": member.label,
-                # As the seed sees the node (pfail, fail, leaving): a dead node's row
-                # says why it has no figures.
-                "flags": node_row(member, seed)["flags"],
-                "jobs": member.number("registered_jobs") if member.up else None,
-                "queues": member.number("registered_queues") if member.up else None,
-                "clients": member.number("connected_clients") if member.up else None,
-                "blocked": member.number("blocked_clients") if member.up else None,
-                # Bytes for programs, as redis-cli --cluster info would print them for people.
-                "memory": (member.number("used_memory") if out.mode in (Mode.JSON, Mode.CSV)
-                           else member.info.get("used_memory_human")) if member.up else None,
-                "ops_per_sec": member.number("instantaneous_ops_per_sec") if member.up else None,
-                "leaving": ("leaving" in own.flags) if own is not None else None,
-                "error": member.error,
-            })
+            rows.append(
+                {
+                    "id": member.id if out.mode is Mode.JSON else (member.id or "?")[:ID_PREFIX],
+                    "address": member.label,
+                    # As the seed sees the node (pfail, fail, leaving): a dead node's row
+                    # says why it has no figures.
+                    "flags": node_row(member, seed)["flags"],
+                    "jobs": member.number("registered_jobs") if member.up else None,
+                    "queues": member.number("registered_queues") if member.up else None,
+                    "clients": member.number("connected_clients") if member.up else None,
+                    "blocked": member.number("blocked_clients") if member.up else None,
+                    # Bytes for programs, as redis-cli --cluster info would print them for people.
+                    "memory": (
+                        member.number("used_memory")
+                        if out.mode in (Mode.JSON, Mode.CSV)
+                        else member.info.get("used_memory_human")
+                    )
+                    if member.up
+                    else None,
+                    "ops_per_sec": member.number("instantaneous_ops_per_sec")
+                    if member.up
+                    else None,
+                    "leaving": ("leaving" in own.flags) if own is not None else None,
+                    "error": member.error,
+                }
+            )
         up = [row for row in rows if row["error"] is None]
-        footer = {"address": "total", "jobs": sum(row["jobs"] for row in up),
-                  "queues": sum(row["queues"] for row in up),
-                  "clients": sum(row["clients"] for row in up),
-                  "blocked": sum(row["blocked"] for row in up),
-                  "ops_per_sec": sum(row["ops_per_sec"] for row in up)}
-        out.table(INFO_COLUMNS, rows, title=f"Cluster of {len(members)} nodes (seen from {members[0].label})",
-                  footer=footer)
+        footer = {
+            "address": "total",
+            "jobs": sum(row["jobs"] for row in up),
+            "queues": sum(row["queues"] for row in up),
+            "clients": sum(row["clients"] for row in up),
+            "blocked": sum(row["blocked"] for row in up),
+            "ops_per_sec": sum(row["ops_per_sec"] for row in up),
+        }
+        out.table(
+            INFO_COLUMNS,
+            rows,
+            title=f"Cluster of {len(members)} nodes (seen from {members[0].label})",
+            footer=footer,
+        )
         for member in members:
             if not member.up:
                 out.error(f"{member.name}: {member.error}")
@@ -384,6 +447,7 @@ def cluster_info(parsed: VerbArgs) -> int:
 
 
 # ---- call ------------------------------------------------------------------------------
+
 
 def cluster_call(parsed: VerbArgs) -> int:
     out = Output(parsed.mode)
@@ -406,8 +470,11 @@ def _call(out: Output, parsed: VerbArgs, members: list[Member]) -> int:
     argv = [word.encode("utf-8", errors="surrogateescape") for word in parsed.words]
     entry = commands.resolve(parsed.words)
     verbatim, shape = bool(entry and entry.verbatim), (entry.json if entry else None)
-    options = RenderOptions(mode=parsed.mode, mb_delim=(parsed.config.mb_delim or "\n").encode(),
-                            cmd_delim=(parsed.config.cmd_delim or "\n").encode())
+    options = RenderOptions(
+        mode=parsed.mode,
+        mb_delim=(parsed.config.mb_delim or "\n").encode(),
+        cmd_delim=(parsed.config.cmd_delim or "\n").encode(),
+    )
     name = parsed.words[0].lower()
     # Replies may block (GETJOB): no reply timeout unless --timeout asks for one.
     for member in members:
@@ -433,7 +500,8 @@ def _call(out: Output, parsed: VerbArgs, members: list[Member]) -> int:
             out.out.flush()
             continue
         text = render(reply, options, verbatim=verbatim, shape=shape).decode(
-            "utf-8", errors="replace")
+            "utf-8", errors="replace"
+        )
         body = text.rstrip("\n")
         if out.mode is Mode.CSV:
             out.out.write(f"{member.label},{body}\n")

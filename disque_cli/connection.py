@@ -42,7 +42,7 @@ class Endpoint:
     port: int = DEFAULT_PORT
     password: str | None = None
     tls: TLS | None = None
-    socket: str | None = None      # a Unix socket path (-s): host and port are ignored
+    socket: str | None = None  # a Unix socket path (-s): host and port are ignored
 
     @property
     def label(self) -> str:
@@ -55,8 +55,11 @@ class Endpoint:
         """Where redis-py connects: the Unix socket, or host and port (TLS maybe)."""
         if self.socket:
             return {"connection_class": redis.UnixDomainSocketConnection, "path": self.socket}
-        return {"host": self.host, "port": self.port,
-                **(self.tls.pool_kwargs() if self.tls else {})}
+        return {
+            "host": self.host,
+            "port": self.port,
+            **(self.tls.pool_kwargs() if self.tls else {}),
+        }
 
 
 def parse_uri(uri: str) -> Endpoint:
@@ -94,15 +97,20 @@ def _reason(exc: BaseException) -> str:
 class Session:
     """One connection to a node, reconnected on demand (one attempt per command)."""
 
-    def __init__(self, endpoint: Endpoint, *, warn: Callable[[str], None] | None = None,
-                 connect_timeout: float | None = None,
-                 reply_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        warn: Callable[[str], None] | None = None,
+        connect_timeout: float | None = None,
+        reply_timeout: float | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.connect_timeout = connect_timeout
-        self.reply_timeout = reply_timeout   # None: wait for replies (blocking GETJOB)
+        self.reply_timeout = reply_timeout  # None: wait for replies (blocking GETJOB)
         self._warn = warn or (lambda line: print(line, file=sys.stderr))
         self._client: redis.Redis | None = None
-        self.protocol = 2     # 3 after a HELLO 3: kept across reconnections
+        self.protocol = 2  # 3 after a HELLO 3: kept across reconnections
 
     # ---- connection state ------------------------------------------------
     @property
@@ -124,17 +132,22 @@ class Session:
         with redis-cli's message (a failed handshake included)."""
         self.close()
         pool = redis.ConnectionPool(
-            protocol=2, parser_class=TypedParser, socket_timeout=self.reply_timeout,
+            protocol=2,
+            parser_class=TypedParser,
+            socket_timeout=self.reply_timeout,
             socket_connect_timeout=self.connect_timeout,
-            retry=Retry(NoBackoff(), 0), driver_info=None,
+            retry=Retry(NoBackoff(), 0),
+            driver_info=None,
             **({} if self.endpoint.socket else {"socket_keepalive": True}),
-            **self.endpoint.pool_kwargs())
+            **self.endpoint.pool_kwargs(),
+        )
         try:
             client = redis.Redis(connection_pool=pool, single_connection_client=True)
         except (redis.RedisError, OSError) as exc:
             pool.disconnect()
-            raise Disconnected(f"Could not connect to Disque at {self.endpoint.label}: "
-                               f"{_reason(exc)}") from None
+            raise Disconnected(
+                f"Could not connect to Disque at {self.endpoint.label}: {_reason(exc)}"
+            ) from None
         client.response_callbacks.clear()  # raw replies: the renderer decides
         self._client = client
 
@@ -181,7 +194,7 @@ class Session:
         if len(args) == 2 and name == "auth":
             self.endpoint.password = _text(args[1])  # reconnections authenticate again
         elif len(args) >= 2 and name == "hello" and _text(args[1]) in ("2", "3"):
-            self.protocol = int(_text(args[1]))      # reconnections speak it again
+            self.protocol = int(_text(args[1]))  # reconnections speak it again
         return reply
 
     def read_next(self) -> Reply:
@@ -205,8 +218,7 @@ class Session:
     @staticmethod
     def _lost_message(exc: BaseException) -> str:
         text = str(exc)
-        if "closed by server" in text or isinstance(exc, (BrokenPipeError,
-                                                          ConnectionResetError)):
+        if "closed by server" in text or isinstance(exc, (BrokenPipeError, ConnectionResetError)):
             return "Error: Server closed the connection"
         if isinstance(exc, redis.exceptions.InvalidResponse):
             return f"Error: {exc}"

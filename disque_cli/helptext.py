@@ -25,9 +25,11 @@ def generic_help() -> str:
 
 
 def command_help(entry: Command, with_group: bool) -> str:
-    out = (f"\r\n  {BOLD}{entry.name}{RESET} {GREY}{entry.syntax}{RESET}\r\n"
-           f"  {YELLOW}summary:{RESET} {entry.summary}\r\n"
-           f"  {YELLOW}since:{RESET} {entry.since}\r\n")
+    out = (
+        f"\r\n  {BOLD}{entry.name}{RESET} {GREY}{entry.syntax}{RESET}\r\n"
+        f"  {YELLOW}summary:{RESET} {entry.summary}\r\n"
+        f"  {YELLOW}since:{RESET} {entry.since}\r\n"
+    )
     if with_group:
         out += f"  {YELLOW}group:{RESET} {entry.group}\r\n"
     return out
@@ -54,4 +56,5 @@ def help_for(args: list[str]) -> str:
 def topics() -> list[str]:
     """What `help <tab>` offers: @groups, then commands and subcommands."""
     return [f"@{group}" for group in commands.GROUPS] + [
-        entry.name for entry in commands.iter_entries()]
+        entry.name for entry in commands.iter_entries()
+    ]

@@ -27,8 +27,10 @@ from disque_cli.render import Mode, RenderOptions
 from disque_cli.runner import Outcome, Runner
 from disque_common.tls import TLS, TLSError
 
-AUTH_WARNING = ("Warning: Using a password with '-a' or '-u' option on the command line "
-                "interface may not be safe.")
+AUTH_WARNING = (
+    "Warning: Using a password with '-a' or '-u' option on the command line "
+    "interface may not be safe."
+)
 
 
 class UsageError(Exception):
@@ -44,7 +46,7 @@ class Config:
     endpoint: Endpoint
     mode: Mode
     render: RenderOptions
-    args: list[bytes]                       # the command and its arguments
+    args: list[bytes]  # the command and its arguments
     # ---- connection
     host: str | None = None
     port: int | None = None
@@ -83,6 +85,7 @@ class Config:
 
 # ---- parsing -------------------------------------------------------------------
 
+
 def _click_command() -> click.Command:
     params: list[click.Parameter] = []
     for opt in OPTIONS:
@@ -95,9 +98,15 @@ def _click_command() -> click.Command:
         else:
             params.append(click.Option(decls, is_flag=True, default=False))
     params.append(click.Argument(["args"], nargs=-1, type=click.UNPROCESSED))
-    return click.Command("disque", params=params, context_settings={
-        "help_option_names": [], "allow_interspersed_args": False,
-        "ignore_unknown_options": False})
+    return click.Command(
+        "disque",
+        params=params,
+        context_settings={
+            "help_option_names": [],
+            "allow_interspersed_args": False,
+            "ignore_unknown_options": False,
+        },
+    )
 
 
 def _fail_message(exc: click.ClickException) -> str:
@@ -128,8 +137,12 @@ def parse(argv: Sequence[str], stdout_is_tty: bool) -> Config:
         endpoint.port = params["port"]
     if params["socket"]:
         endpoint.socket = params["socket"]
-    endpoint.tls = TLS.from_options(params["tls"], params["cacert"], params["cert"],
-                                    params["key"], params["insecure"]) or endpoint.tls
+    endpoint.tls = (
+        TLS.from_options(
+            params["tls"], params["cacert"], params["cert"], params["key"], params["insecure"]
+        )
+        or endpoint.tls
+    )
     _check_tls(endpoint.tls)
     if params["password"] is not None:
         endpoint.password = params["password"]
@@ -140,7 +153,8 @@ def parse(argv: Sequence[str], stdout_is_tty: bool) -> Config:
     render = RenderOptions(
         mode=mode,
         mb_delim=(params["mb_delim"] or "\n").encode(),
-        cmd_delim=(params["cmd_delim"] or "\n").encode())
+        cmd_delim=(params["cmd_delim"] or "\n").encode(),
+    )
     args = [arg.encode("utf-8", errors="surrogateescape") for arg in params["args"]]
     options = {name: value for name, value in params.items() if name != "args"}
     return Config(endpoint, mode, render, args, **options)
@@ -157,8 +171,7 @@ def _check_tls(tls: TLS | None) -> None:
 
 
 def usage() -> str:
-    lines = [f"disque {__version__}", "",
-             "Usage: disque [OPTIONS] [cmd [arg [arg ...]]]"]
+    lines = [f"disque {__version__}", "", "Usage: disque [OPTIONS] [cmd [arg [arg ...]]]"]
     for section in SECTIONS:
         for opt in OPTIONS:
             if opt.section != section:
@@ -166,18 +179,26 @@ def usage() -> str:
             label = f"  {opt.label}"
             width = 21
             body = textwrap.wrap(opt.help, 78 - width)
-            first = label.ljust(width - 1) + " " + body[0] if len(label) < width - 1 \
+            first = (
+                label.ljust(width - 1) + " " + body[0]
+                if len(label) < width - 1
                 else label + " " + body[0]
+            )
             lines.append(first)
             lines += [" " * width + rest for rest in body[1:]]
     lines += ["", "Examples:"] + [f"  {example}" for example in EXAMPLES]
-    lines += ["", "When no command is given, disque starts in interactive mode.",
-              'Type "help" in interactive mode for information on available commands',
-              "and settings.", ""]
+    lines += [
+        "",
+        "When no command is given, disque starts in interactive mode.",
+        'Type "help" in interactive mode for information on available commands',
+        "and settings.",
+        "",
+    ]
     return "\n".join(lines)
 
 
 # ---- modes -----------------------------------------------------------------------
+
 
 def _one_shot(config: Config, session: Session) -> int:
     args = list(config.args)
@@ -188,8 +209,9 @@ def _one_shot(config: Config, session: Session) -> int:
     except Disconnected as exc:
         print(exc, file=sys.stderr)
         return 1
-    runner = Runner(session, config.render, interval=config.interval or 0.0,
-                    exit_on_error=config.exit_on_error)
+    runner = Runner(
+        session, config.render, interval=config.interval or 0.0, exit_on_error=config.exit_on_error
+    )
     repeat = config.repeat if config.repeat is not None else 1
     outcome = runner.execute(args, repeat)
     return 1 if outcome is Outcome.NOT_CONNECTED else 0
@@ -201,8 +223,7 @@ def _stdin_pipeline(config: Config, session: Session) -> int:
     except Disconnected as exc:
         print(exc, file=sys.stderr)
         return 1
-    runner = Runner(session, config.render, interval=config.interval or 0.0,
-                    show_timing=True)
+    runner = Runner(session, config.render, interval=config.interval or 0.0, show_timing=True)
     for raw_line in sys.stdin.buffer:
         if runner.run_line(raw_line.rstrip(b"\r\n")) is Outcome.QUIT:
             break
@@ -221,24 +242,29 @@ def run(argv: Sequence[str]) -> int:
     if config.version:
         print(f"disque {__version__}")
         return 0
-    if (config.password is not None or (config.uri and config.endpoint.password)) \
-            and not config.no_auth_warning:
+    if (
+        config.password is not None or (config.uri and config.endpoint.password)
+    ) and not config.no_auth_warning:
         print(AUTH_WARNING, file=sys.stderr)
     session = Session(config.endpoint)
     try:
         if config.cluster:
             from disque_cli import admin
+
             return admin.cluster_command(config.cluster, config)
         if config.pipe:
             from disque_cli import pipe
+
             return pipe.run(session, config.pipe_timeout)
         if config.stat or config.latency or config.latency_history:
             from disque_cli import admin
+
             return admin.run_monitor_mode(session, config)
         if config.args:
             return _one_shot(config, session)
         if sys.stdin.isatty():
             from disque_cli import repl
+
             return repl.run(session, config)
         return _stdin_pipeline(config, session)
     finally:
@@ -256,4 +282,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         code = 0
     sys.exit(code)
-

@@ -19,13 +19,13 @@ class CliOption:
     flags: tuple[str, ...]
     dest: str
     help: str
-    metavar: str | None = None       # the option takes a value
-    kind: type = str                 # type of the value
-    flag_value: str | None = None    # switches sharing one dest (output modes)
+    metavar: str | None = None  # the option takes a value
+    kind: type = str  # type of the value
+    flag_value: str | None = None  # switches sharing one dest (output modes)
     default: object = None
-    section: str = "connection"      # grouping in --help and the man page
-    complete: str | None = None      # value completion: "host", "file", "none"
-    planned: bool = False            # parsed and documented, not implemented yet
+    section: str = "connection"  # grouping in --help and the man page
+    complete: str | None = None  # value completion: "host", "file", "none"
+    planned: bool = False  # parsed and documented, not implemented yet
 
     @property
     def takes_value(self) -> bool:
@@ -39,71 +39,174 @@ class CliOption:
 
 OPTIONS: tuple[CliOption, ...] = (
     # ---- connection ----
-    CliOption(("-h",), "host", "Server hostname (default: 127.0.0.1).", "hostname",
-              complete="host"),
+    CliOption(
+        ("-h",), "host", "Server hostname (default: 127.0.0.1).", "hostname", complete="host"
+    ),
     CliOption(("-p",), "port", "Server port (default: 7711).", "port", kind=int),
-    CliOption(("-s",), "socket", "Server socket (overrides hostname and port).", "socket",
-              complete="file"),
-    CliOption(("-a",), "password",
-              "Password to use when connecting to the server. You can also use the "
-              "DISQUECLI_AUTH environment variable to pass this password more safely "
-              "(if both are used, this argument takes precedence).", "password"),
-    CliOption(("-u",), "uri", "Server URI: disque://[:password@]host[:port] "
-              "(disques:// for TLS).", "uri"),
-    CliOption(("--no-auth-warning",), "no_auth_warning",
-              "Don't show the warning about passwords on the command line."),
-    *(CliOption((opt.flag,), opt.dest, opt.help, "file" if opt.takes_file else None,
-                complete="file" if opt.takes_file else None) for opt in TLS_OPTIONS),
+    CliOption(
+        ("-s",), "socket", "Server socket (overrides hostname and port).", "socket", complete="file"
+    ),
+    CliOption(
+        ("-a",),
+        "password",
+        "Password to use when connecting to the server. You can also use the "
+        "DISQUECLI_AUTH environment variable to pass this password more safely "
+        "(if both are used, this argument takes precedence).",
+        "password",
+    ),
+    CliOption(
+        ("-u",), "uri", "Server URI: disque://[:password@]host[:port] (disques:// for TLS).", "uri"
+    ),
+    CliOption(
+        ("--no-auth-warning",),
+        "no_auth_warning",
+        "Don't show the warning about passwords on the command line.",
+    ),
+    *(
+        CliOption(
+            (opt.flag,),
+            opt.dest,
+            opt.help,
+            "file" if opt.takes_file else None,
+            complete="file" if opt.takes_file else None,
+        )
+        for opt in TLS_OPTIONS
+    ),
     # ---- commands ----
-    CliOption(("-r",), "repeat", "Execute the specified command N times (-1: forever).",
-              "repeat", kind=int, section="commands"),
-    CliOption(("-i",), "interval",
-              "When -r is used, waits <interval> seconds per command. It is possible to "
-              "specify sub-second times like -i 0.1. Also the interval of --stat and "
-              "--latency-history.", "interval", kind=float, section="commands"),
-    CliOption(("-x",), "stdin_arg", "Read the last argument from STDIN.",
-              section="commands"),
-    CliOption(("-e",), "exit_on_error",
-              "Return exit error code when command execution fails.", section="commands"),
+    CliOption(
+        ("-r",),
+        "repeat",
+        "Execute the specified command N times (-1: forever).",
+        "repeat",
+        kind=int,
+        section="commands",
+    ),
+    CliOption(
+        ("-i",),
+        "interval",
+        "When -r is used, waits <interval> seconds per command. It is possible to "
+        "specify sub-second times like -i 0.1. Also the interval of --stat and "
+        "--latency-history.",
+        "interval",
+        kind=float,
+        section="commands",
+    ),
+    CliOption(("-x",), "stdin_arg", "Read the last argument from STDIN.", section="commands"),
+    CliOption(
+        ("-e",),
+        "exit_on_error",
+        "Return exit error code when command execution fails.",
+        section="commands",
+    ),
     # ---- output ----
-    CliOption(("--raw",), "output", "Use raw formatting for replies (default when STDOUT "
-              "is not a tty).", flag_value="raw", section="output"),
-    CliOption(("--no-raw",), "output", "Force formatted output even when STDOUT is not a "
-              "tty.", flag_value="standard", section="output"),
-    CliOption(("--csv",), "output", "Output in CSV format.", flag_value="csv",
-              section="output"),
-    CliOption(("--json",), "output", "Output in JSON format; SHOW, QSTAT, HELLO, INFO and "
-              "the jobs of JSCAN REPLY ALL as objects.", flag_value="json", section="output"),
-    CliOption(("-d",), "mb_delim", "Delimiter between response bulks for raw formatting "
-              "(default: \\n).", "delimiter", section="output", complete="none"),
-    CliOption(("-D",), "cmd_delim", "Delimiter between responses for raw formatting "
-              "(default: \\n).", "delimiter", section="output", complete="none"),
+    CliOption(
+        ("--raw",),
+        "output",
+        "Use raw formatting for replies (default when STDOUT is not a tty).",
+        flag_value="raw",
+        section="output",
+    ),
+    CliOption(
+        ("--no-raw",),
+        "output",
+        "Force formatted output even when STDOUT is not a tty.",
+        flag_value="standard",
+        section="output",
+    ),
+    CliOption(("--csv",), "output", "Output in CSV format.", flag_value="csv", section="output"),
+    CliOption(
+        ("--json",),
+        "output",
+        "Output in JSON format; SHOW, QSTAT, HELLO, INFO and "
+        "the jobs of JSCAN REPLY ALL as objects.",
+        flag_value="json",
+        section="output",
+    ),
+    CliOption(
+        ("-d",),
+        "mb_delim",
+        "Delimiter between response bulks for raw formatting (default: \\n).",
+        "delimiter",
+        section="output",
+        complete="none",
+    ),
+    CliOption(
+        ("-D",),
+        "cmd_delim",
+        "Delimiter between responses for raw formatting (default: \\n).",
+        "delimiter",
+        section="output",
+        complete="none",
+    ),
     # ---- modes ----
-    CliOption(("--pipe",), "pipe", "Transfer raw Disque protocol from stdin to server.",
-              section="modes"),
-    CliOption(("--pipe-timeout",), "pipe_timeout", "In --pipe mode, abort with error if "
-              "after sending all data no reply is received within <n> seconds. Default "
-              "timeout: 30. Use 0 to wait forever.", "n", kind=int, default=30,
-              section="modes"),
-    CliOption(("--stat",), "stat", "Print rolling stats about the node: jobs, queues, "
-              "memory, clients, ...", section="modes"),
-    CliOption(("--latency",), "latency", "Enter a special mode continuously sampling "
-              "latency. When STDOUT is not a tty, or with --raw/--csv/--json, it samples "
-              "for 1 second (or -i) and prints a single line.", section="modes"),
-    CliOption(("--latency-history",), "latency_history", "Like --latency but tracking "
-              "latency changes over time. Default time interval is 15 sec. Change it using "
-              "-i.", section="modes"),
-    CliOption(("--cluster",), "cluster", "Cluster manager command: create, check, info, "
-              "call, leave. Run --cluster help for the arguments.", "command", section="modes"),
-    CliOption(("--yes",), "cluster_yes", "With --cluster leave: do not ask "
-              "for confirmation (required without a terminal).", section="modes"),
-    CliOption(("--shutdown",), "cluster_shutdown", "With --cluster leave: SHUTDOWN the node "
-              "once the others forgot it.", section="modes"),
-    CliOption(("--timeout",), "cluster_timeout", "With --cluster: "
-              "seconds to wait for the full mesh (create, default 30), for the node to "
-              "drain (leave, default no limit), for each node's replies (check, info: "
-              "default 5; call: default no limit). 0: no limit.", "seconds", kind=float,
-              section="modes", complete="none"),
+    CliOption(
+        ("--pipe",), "pipe", "Transfer raw Disque protocol from stdin to server.", section="modes"
+    ),
+    CliOption(
+        ("--pipe-timeout",),
+        "pipe_timeout",
+        "In --pipe mode, abort with error if "
+        "after sending all data no reply is received within <n> seconds. Default "
+        "timeout: 30. Use 0 to wait forever.",
+        "n",
+        kind=int,
+        default=30,
+        section="modes",
+    ),
+    CliOption(
+        ("--stat",),
+        "stat",
+        "Print rolling stats about the node: jobs, queues, memory, clients, ...",
+        section="modes",
+    ),
+    CliOption(
+        ("--latency",),
+        "latency",
+        "Enter a special mode continuously sampling "
+        "latency. When STDOUT is not a tty, or with --raw/--csv/--json, it samples "
+        "for 1 second (or -i) and prints a single line.",
+        section="modes",
+    ),
+    CliOption(
+        ("--latency-history",),
+        "latency_history",
+        "Like --latency but tracking "
+        "latency changes over time. Default time interval is 15 sec. Change it using "
+        "-i.",
+        section="modes",
+    ),
+    CliOption(
+        ("--cluster",),
+        "cluster",
+        "Cluster manager command: create, check, info, "
+        "call, leave. Run --cluster help for the arguments.",
+        "command",
+        section="modes",
+    ),
+    CliOption(
+        ("--yes",),
+        "cluster_yes",
+        "With --cluster leave: do not ask for confirmation (required without a terminal).",
+        section="modes",
+    ),
+    CliOption(
+        ("--shutdown",),
+        "cluster_shutdown",
+        "With --cluster leave: SHUTDOWN the node once the others forgot it.",
+        section="modes",
+    ),
+    CliOption(
+        ("--timeout",),
+        "cluster_timeout",
+        "With --cluster: "
+        "seconds to wait for the full mesh (create, default 30), for the node to "
+        "drain (leave, default no limit), for each node's replies (check, info: "
+        "default 5; call: default no limit). 0: no limit.",
+        "seconds",
+        kind=float,
+        section="modes",
+        complete="none",
+    ),
     # ---- misc ----
     CliOption(("--help",), "help", "Output this help and exit.", section="misc"),
     CliOption(("-v", "--version"), "version", "Output version and exit.", section="misc"),
@@ -114,6 +217,7 @@ SECTIONS = ("connection", "commands", "output", "modes", "misc")
 
 # ---- the cluster manager's verbs ----------------------------------------------------
 
+
 @dataclass(frozen=True)
 class VerbOption:
     """An option given after a --cluster verb's arguments (`leave HOST:PORT --yes`)."""
@@ -121,7 +225,7 @@ class VerbOption:
     flag: str
     help: str
     metavar: str | None = None
-    aliases: tuple[str, ...] = ()    # redis-cli's spellings, accepted, not advertised
+    aliases: tuple[str, ...] = ()  # redis-cli's spellings, accepted, not advertised
 
 
 @dataclass(frozen=True)
@@ -129,58 +233,89 @@ class ClusterVerb:
     """`disque --cluster NAME ARGS [OPTIONS]`."""
 
     name: str
-    args: str                        # its arguments, as the usage line shows them
-    brief: str                       # a few words, for completion menus
+    args: str  # its arguments, as the usage line shows them
+    brief: str  # a few words, for completion menus
     summary: str
     options: tuple[VerbOption, ...] = ()
-    trailing: bool = True            # False: the words after the address are a command
+    trailing: bool = True  # False: the words after the address are a command
 
     @property
     def usage(self) -> str:
-        extra = "".join(f" [{opt.flag}{' ' + opt.metavar.upper() if opt.metavar else ''}]"
-                        for opt in self.options)
+        extra = "".join(
+            f" [{opt.flag}{' ' + opt.metavar.upper() if opt.metavar else ''}]"
+            for opt in self.options
+        )
         return f"{self.name} {self.args}{extra}"
 
 
 def _timeout(what: str) -> VerbOption:
-    return VerbOption("--timeout", f"Seconds {what}; 0: no limit.", "secs",
-                      aliases=("--cluster-timeout",))
+    return VerbOption(
+        "--timeout", f"Seconds {what}; 0: no limit.", "secs", aliases=("--cluster-timeout",)
+    )
 
 
 CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
-    ClusterVerb("create", "host1:port1 ... hostN:portN", "Join nodes into a cluster",
-                "Join the nodes into one cluster: the first one meets the others (CLUSTER "
-                "MEET), then wait until every node knows and reaches every other one.",
-                (_timeout("to wait for the full mesh (default 30)"),)),
-    ClusterVerb("check", "host:port", "Check the health of the cluster",
-                "Check the cluster seen from one node: every node reachable and answering "
-                "with its own ID, one node per address, every node knowing the same "
-                "members, none flagged PFAIL or FAIL; warn about handshakes, lost links "
-                "and leaving nodes.",
-                (_timeout("to wait for the replies of each node (default 5)"),)),
-    ClusterVerb("info", "host:port", "Jobs, queues and load of every node",
-                "Flags (as the seed sees them: pfail, fail, leaving), jobs, queues, "
-                "clients, blocked clients, memory (bytes with --json and --csv) and "
-                "operations per second of every node, with the totals.",
-                (_timeout("to wait for the replies of each node (default 5)"),)),
-    ClusterVerb("call", "host:port command [arg ...]", "Run a command on every node",
-                "Run a command on every node and print each node's reply. The words after "
-                "host:port are the command: give options before --cluster "
-                "(--timeout: seconds for each reply, default no limit).",
-                trailing=False),
-    ClusterVerb("leave", "host:port", "Remove a node without losing jobs",
-                "Remove the node at host:port without losing a job: CLUSTER LEAVING yes, "
-                "wait for its jobs to drain, CLUSTER FORGET it on every other node.",
-                (VerbOption("--yes", "Do not ask for confirmation (required when standard "
-                            "input is not a terminal).", aliases=("--cluster-yes",)),
-                 VerbOption("--shutdown", "SHUTDOWN the node once the others forgot it."),
-                 _timeout("to wait for the node to drain (default: no limit); past it, stop "
-                          "before forgetting it"))),
+    ClusterVerb(
+        "create",
+        "host1:port1 ... hostN:portN",
+        "Join nodes into a cluster",
+        "Join the nodes into one cluster: the first one meets the others (CLUSTER "
+        "MEET), then wait until every node knows and reaches every other one.",
+        (_timeout("to wait for the full mesh (default 30)"),),
+    ),
+    ClusterVerb(
+        "check",
+        "host:port",
+        "Check the health of the cluster",
+        "Check the cluster seen from one node: every node reachable and answering "
+        "with its own ID, one node per address, every node knowing the same "
+        "members, none flagged PFAIL or FAIL; warn about handshakes, lost links "
+        "and leaving nodes.",
+        (_timeout("to wait for the replies of each node (default 5)"),),
+    ),
+    ClusterVerb(
+        "info",
+        "host:port",
+        "Jobs, queues and load of every node",
+        "Flags (as the seed sees them: pfail, fail, leaving), jobs, queues, "
+        "clients, blocked clients, memory (bytes with --json and --csv) and "
+        "operations per second of every node, with the totals.",
+        (_timeout("to wait for the replies of each node (default 5)"),),
+    ),
+    ClusterVerb(
+        "call",
+        "host:port command [arg ...]",
+        "Run a command on every node",
+        "Run a command on every node and print each node's reply. The words after "
+        "host:port are the command: give options before --cluster "
+        "(--timeout: seconds for each reply, default no limit).",
+        trailing=False,
+    ),
+    ClusterVerb(
+        "leave",
+        "host:port",
+        "Remove a node without losing jobs",
+        "Remove the node at host:port without losing a job: CLUSTER LEAVING yes, "
+        "wait for its jobs to drain, CLUSTER FORGET it on every other node.",
+        (
+            VerbOption(
+                "--yes",
+                "Do not ask for confirmation (required when standard input is not a terminal).",
+                aliases=("--cluster-yes",),
+            ),
+            VerbOption("--shutdown", "SHUTDOWN the node once the others forgot it."),
+            _timeout(
+                "to wait for the node to drain (default: no limit); past it, stop "
+                "before forgetting it"
+            ),
+        ),
+    ),
 )
 
 # What every verb but call also takes after its arguments: the output formats.
-OUTPUT_FLAGS: dict[str, str] = {flag: str(opt.flag_value) for opt in OPTIONS
-                                if opt.dest == "output" for flag in opt.flags}
+OUTPUT_FLAGS: dict[str, str] = {
+    flag: str(opt.flag_value) for opt in OPTIONS if opt.dest == "output" for flag in opt.flags
+}
 
 CLUSTER_HELP_VERB = ("help", "List the verbs and their arguments")
 
@@ -188,11 +323,12 @@ CLUSTER_HELP_VERB = ("help", "List the verbs and their arguments")
 def cluster_verb(name: str) -> ClusterVerb | None:
     return next((verb for verb in CLUSTER_VERBS if verb.name == name.lower()), None)
 
+
 # The TLS options, which disque-tui takes too: same flags, same meaning.
 TLS_DESTS = tuple(opt.dest for opt in TLS_OPTIONS)
 
 EXAMPLES = (
-    "printf %s \"$JOB_ID\" | disque -x ackjob",
+    'printf %s "$JOB_ID" | disque -x ackjob',
     "disque addjob myqueue body 0 REPLICATE 1",
     "disque --json getjob nohang from myqueue | jq -r '.[0][2]'",
     "disque -r 100 addjob myqueue x 0",

@@ -29,8 +29,13 @@ def _magic_command(magic: bytes, input_ended_mid_line: bool) -> bytes:
     return b"\r\n" + command if input_ended_mid_line else command
 
 
-def run(session: Session, timeout: int, stdin_fd: int | None = None,
-        out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run(
+    session: Session,
+    timeout: int,
+    stdin_fd: int | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     stdin_fd = sys.stdin.fileno() if stdin_fd is None else stdin_fd
@@ -88,8 +93,11 @@ def run(session: Session, timeout: int, stdin_fd: int | None = None,
                         else:
                             eof = True
                             pending = _magic_command(magic, last_byte != b"\n")
-                            print("All data transferred. Waiting for the last reply...",
-                                  file=out, flush=True)
+                            print(
+                                "All data transferred. Waiting for the last reply...",
+                                file=out,
+                                flush=True,
+                            )
                     if pending:
                         try:
                             sent = sock.send(pending)

@@ -42,11 +42,12 @@ class Mode(StrEnum):
 @dataclass(frozen=True)
 class RenderOptions:
     mode: Mode = Mode.STANDARD
-    mb_delim: bytes = b"\n"   # -d: between array elements in raw mode
+    mb_delim: bytes = b"\n"  # -d: between array elements in raw mode
     cmd_delim: bytes = b"\n"  # -D: after each reply in raw/csv/json mode
 
 
 # ---- quoting (sdscatrepr) --------------------------------------------------
+
 
 def _build_repr_table() -> list[bytes]:
     table = []
@@ -85,6 +86,7 @@ def _cstr(data: bytes) -> bytes:
 
 
 # ---- standard (terminal) -----------------------------------------------------
+
 
 def format_standard(reply: Reply, prefix: bytes = b"") -> bytes:
     if isinstance(reply, ErrorReply):
@@ -149,6 +151,7 @@ def _multiline(reply: Reply) -> bool:
 
 # ---- raw -----------------------------------------------------------------------
 
+
 def format_raw(reply: Reply, mb_delim: bytes = b"\n") -> bytes:
     if isinstance(reply, ErrorReply):
         return bytes(reply) + b"\n"
@@ -161,14 +164,17 @@ def format_raw(reply: Reply, mb_delim: bytes = b"\n") -> bytes:
     if isinstance(reply, int):
         return b"%d" % reply
     if isinstance(reply, Map):
-        return mb_delim.join(format_raw(key, mb_delim) + b" " + format_raw(value, mb_delim)
-                             for key, value in zip(reply[::2], reply[1::2], strict=True))
+        return mb_delim.join(
+            format_raw(key, mb_delim) + b" " + format_raw(value, mb_delim)
+            for key, value in zip(reply[::2], reply[1::2], strict=True)
+        )
     if isinstance(reply, list):
         return mb_delim.join(format_raw(element, mb_delim) for element in reply)
     raise TypeError(f"unknown reply type {type(reply).__name__}")
 
 
 # ---- csv -----------------------------------------------------------------------
+
 
 def format_csv(reply: Reply) -> bytes:
     if isinstance(reply, ErrorReply):
@@ -190,6 +196,7 @@ def format_csv(reply: Reply) -> bytes:
 
 # ---- json ----------------------------------------------------------------------
 
+
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="backslashreplace")
 
@@ -204,8 +211,10 @@ def to_json(reply: Reply) -> Any:
     if isinstance(reply, bytes):
         return _text(reply)
     if isinstance(reply, Map):
-        return {_json_key(key): to_json(value)
-                for key, value in zip(reply[::2], reply[1::2], strict=True)}
+        return {
+            _json_key(key): to_json(value)
+            for key, value in zip(reply[::2], reply[1::2], strict=True)
+        }
     if isinstance(reply, list):
         return [to_json(element) for element in reply]
     return reply  # int, bool or None
@@ -218,8 +227,11 @@ def _json_key(key: Reply) -> str:
 
 def _pairs_to_object(reply: Reply) -> Any:
     """A flat key/value array as an object; anything else stays natural."""
-    if not isinstance(reply, list) or len(reply) % 2 or not all(
-            isinstance(key, bytes) and not isinstance(key, ErrorReply) for key in reply[::2]):
+    if (
+        not isinstance(reply, list)
+        or len(reply) % 2
+        or not all(isinstance(key, bytes) and not isinstance(key, ErrorReply) for key in reply[::2])
+    ):
         return to_json(reply)
     return {_text(key): to_json(value) for key, value in zip(reply[::2], reply[1::2], strict=True)}
 
@@ -230,17 +242,23 @@ def _hello_object(reply: Reply) -> Any:
         hello = parse_hello(reply)
     except HelloError:
         return to_json(reply)
-    return {"version": hello.version, "id": hello.myid,
-            "nodes": [{"id": node.id, "host": node.host, "port": node.port,
-                       "priority": node.priority} for node in hello.nodes]}
+    return {
+        "version": hello.version,
+        "id": hello.myid,
+        "nodes": [
+            {"id": node.id, "host": node.host, "port": node.port, "priority": node.priority}
+            for node in hello.nodes
+        ],
+    }
 
 
 def _jscan_object(reply: Reply) -> Any:
     """JSCAN: [cursor, items]; with REPLY ALL the items are jobs as key/value arrays."""
     if not isinstance(reply, list) or len(reply) != 2 or not isinstance(reply[1], list):
         return to_json(reply)
-    items = [_pairs_to_object(item) if isinstance(item, list) else to_json(item)
-             for item in reply[1]]
+    items = [
+        _pairs_to_object(item) if isinstance(item, list) else to_json(item) for item in reply[1]
+    ]
     return [to_json(reply[0]), items]
 
 
@@ -271,8 +289,10 @@ def format_json(reply: Reply, shape: str | None = None) -> bytes:
 
 # ---- entry point ---------------------------------------------------------------
 
-def render(reply: Reply, options: RenderOptions, *, verbatim: bool = False,
-           shape: str | None = None) -> bytes:
+
+def render(
+    reply: Reply, options: RenderOptions, *, verbatim: bool = False, shape: str | None = None
+) -> bytes:
     """The full output for one reply, delimiter included."""
     mode = options.mode
     if mode is Mode.JSON:

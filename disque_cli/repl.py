@@ -50,6 +50,7 @@ HISTORY_LIMIT = 1000
 
 # ---- history -------------------------------------------------------------------
 
+
 def history_path() -> Path | None:
     configured = os.environ.get("DISQUECLI_HISTFILE")
     if configured is not None:
@@ -89,8 +90,15 @@ class PlainHistory(History):
 
 # CONFIG SET parameters whose value is a secret (redis-cli leaves out its own:
 # requirepass, masterauth, ...; Disque's are these).
-SECRET_PARAMETERS = frozenset({"requirepass", "cluster-password", "masterauth",
-                               "tls-key-file-pass", "tls-client-key-file-pass"})
+SECRET_PARAMETERS = frozenset(
+    {
+        "requirepass",
+        "cluster-password",
+        "masterauth",
+        "tls-key-file-pass",
+        "tls-client-key-file-pass",
+    }
+)
 
 
 def is_sensitive(line: str) -> bool:
@@ -109,6 +117,7 @@ def is_sensitive(line: str) -> bool:
 
 
 # ---- what you see while typing -------------------------------------------------------
+
 
 def _command_words(text: str) -> list[str] | None:
     """The words of a line as far as hints go: without a leading repeat count."""
@@ -136,8 +145,7 @@ class HintProcessor(Processor):
     def apply_transformation(self, ti: TransformationInput) -> Transformation:
         document = ti.document
         # No hint on an accepted line: it stays on screen above the reply.
-        if (not self.runner.hints or ti.lineno != document.line_count - 1
-                or get_app().is_done):
+        if not self.runner.hints or ti.lineno != document.line_count - 1 or get_app().is_done:
             return Transformation(ti.fragments)
         hint = hint_text(document.text)
         if not hint:
@@ -154,8 +162,9 @@ def _match_case(candidate: str, typed: str, reference: str) -> str:
 
 
 class DisqueCompleter(Completer):
-    def get_completions(self, document: Document,
-                        complete_event: CompleteEvent) -> Iterable[Completion]:
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
         text = document.text_before_cursor
         words = _command_words(text)
         if words is None:
@@ -171,8 +180,9 @@ class DisqueCompleter(Completer):
         reference = before[0] if before else partial
         for candidate in topics:
             if candidate.lower().startswith(partial.lower()):
-                yield Completion(_match_case(candidate, partial, reference),
-                                 start_position=-len(partial))
+                yield Completion(
+                    _match_case(candidate, partial, reference), start_position=-len(partial)
+                )
 
 
 def _help_topics(after_help: list[str]) -> list[str]:
@@ -185,6 +195,7 @@ def _help_topics(after_help: list[str]) -> list[str]:
 
 
 # ---- the loop ----------------------------------------------------------------------------
+
 
 def _load_preferences(runner: Runner) -> None:
     """~/.disqueclirc: `:set hints` / `:set nohints` lines, like ~/.redisclirc."""
@@ -220,8 +231,13 @@ def run(session: Session, config: Config) -> int:
         session.connect()
     except Disconnected as exc:
         print(exc, file=sys.stderr)
-    runner = Runner(session, config.render, interval=config.interval or 0.0,
-                    show_timing=True, clear_screen=clear)
+    runner = Runner(
+        session,
+        config.render,
+        interval=config.interval or 0.0,
+        show_timing=True,
+        clear_screen=clear,
+    )
     _load_preferences(runner)
     path = history_path()
     prompt_session: PromptSession[str] = PromptSession(

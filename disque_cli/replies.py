@@ -123,7 +123,7 @@ def read_reply(readline: Callable[[], bytes], read: Callable[[int], bytes]) -> R
         return _AGGREGATES[kind](read_reply(readline, read) for _ in range(count))
     if kind in (b"%", b"|"):
         pairs = [read_reply(readline, read) for _ in range(2 * int(rest))]
-        if kind == b"|":   # attributes describe the reply that follows: not shown
+        if kind == b"|":  # attributes describe the reply that follows: not shown
             return read_reply(readline, read)
         return Map(pairs)
     if kind == b"_":
@@ -137,8 +137,7 @@ def read_reply(readline: Callable[[], bytes], read: Callable[[int], bytes]) -> R
     if kind in (b"=", b"!"):
         data = bytes(read(int(rest)))
         return Verbatim(data[4:]) if kind == b"=" else ErrorReply(data)
-    shown = kind.decode() if kind.isascii() and kind.decode().isprintable() \
-        else f"\\x{kind[0]:02x}"
+    shown = kind.decode() if kind.isascii() and kind.decode().isprintable() else f"\\x{kind[0]:02x}"
     raise InvalidResponse(f'Protocol error, got "{shown}" as reply type byte')
 
 
@@ -148,8 +147,9 @@ class TypedParser(_RESP2Parser):
 
     def _read_response(self, disable_decoding: bool = False, timeout: Any = SENTINEL) -> Reply:
         buffer = self._buffer
-        return read_reply(lambda: buffer.readline(timeout=timeout),
-                          lambda n: buffer.read(n, timeout=timeout))
+        return read_reply(
+            lambda: buffer.readline(timeout=timeout), lambda n: buffer.read(n, timeout=timeout)
+        )
 
 
 class IncompleteReply(Exception):
@@ -173,7 +173,7 @@ def parse_all(data: bytes) -> tuple[list[Reply], int]:
         nonlocal pos
         if pos + n + 2 > len(data):
             raise IncompleteReply
-        chunk, pos = data[pos:pos + n], pos + n + 2
+        chunk, pos = data[pos : pos + n], pos + n + 2
         return chunk
 
     while pos < len(data):

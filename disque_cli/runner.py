@@ -34,11 +34,18 @@ class ErrorExit(SystemExit):
 
 
 class Runner:
-    def __init__(self, session: Session, options: RenderOptions, *,
-                 out: BinaryIO | None = None, err: TextIO | None = None,
-                 interval: float = 0.0, exit_on_error: bool = False,
-                 show_timing: bool = False,
-                 clear_screen: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        options: RenderOptions,
+        *,
+        out: BinaryIO | None = None,
+        err: TextIO | None = None,
+        interval: float = 0.0,
+        exit_on_error: bool = False,
+        show_timing: bool = False,
+        clear_screen: Callable[[], None] | None = None,
+    ) -> None:
         self.session = session
         self.options = options
         self.out = out or sys.stdout.buffer

@@ -99,8 +99,8 @@ def parse(syntax: str) -> tuple[Element, ...]:
 
 @dataclass
 class _State:
-    index: int = 0                                # next element to match
-    used: set[int] = field(default_factory=set)   # optional groups already given
+    index: int = 0  # next element to match
+    used: set[int] = field(default_factory=set)  # optional groups already given
     pending: list[Item] = field(default_factory=list)  # rest of the group being typed
 
 
@@ -116,8 +116,7 @@ def _advance(elements: tuple[Element, ...], words: list[str]) -> _State | None:
         run_end = state.index
         while run_end < len(elements) and elements[run_end].optional:
             run_end += 1
-        run = [k for k in range(state.index, run_end)
-               if k not in state.used or elements[k].repeat]
+        run = [k for k in range(state.index, run_end) if k not in state.used or elements[k].repeat]
         required = elements[run_end] if run_end < len(elements) else None
 
         def take_group(k: int) -> None:
@@ -126,7 +125,8 @@ def _advance(elements: tuple[Element, ...], words: list[str]) -> _State | None:
 
         token_group = next((k for k in run if elements[k].items[0].matches_token(typed)), None)
         placeholder_group = next(
-            (k for k in run if elements[k].items[0].starts_with_placeholder), None)
+            (k for k in run if elements[k].items[0].starts_with_placeholder), None
+        )
         if token_group is not None:
             take_group(token_group)
         elif required is not None and required.items[0].matches_token(typed):
@@ -153,8 +153,9 @@ def hint_for(elements: tuple[Element, ...], words: list[str]) -> str | None:
     return " ".join(parts)
 
 
-def candidates_for(elements: tuple[Element, ...], words: list[str],
-                   values: Mapping[str, tuple[str, ...]]) -> list[str]:
+def candidates_for(
+    elements: tuple[Element, ...], words: list[str], values: Mapping[str, tuple[str, ...]]
+) -> list[str]:
     state = _advance(elements, words)
     if state is None:
         return []
@@ -180,6 +181,7 @@ def candidates_for(elements: tuple[Element, ...], words: list[str],
 
 
 # ---- command level ---------------------------------------------------------------
+
 
 def _container_hint(command: Command) -> str:
     names = "|".join(sub.words[1] for sub in command.subcommands)

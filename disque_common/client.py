@@ -31,9 +31,9 @@ from disque_common.tls import TLS
 if TYPE_CHECKING:
     import redis.asyncio as aredis
 
-HELLO_VERSION = 1           # the only format Disque defines
+HELLO_VERSION = 1  # the only format Disque defines
 PRIORITY_OK = 1
-PRIORITY_FAILING = 10       # possibly failing (PFAIL) or failing
+PRIORITY_FAILING = 10  # possibly failing (PFAIL) or failing
 PRIORITY_LEAVING = 100
 
 
@@ -41,9 +41,17 @@ PRIORITY_LEAVING = 100
 # Connections
 # ---------------------------------------------------------------------------
 
-def connect(host: str, port: int, password: str | None = None, *,
-            socket_timeout: float | None = None, connect_timeout: float | None = None,
-            tls: TLS | None = None, raw: bool = False) -> redis.Redis:
+
+def connect(
+    host: str,
+    port: int,
+    password: str | None = None,
+    *,
+    socket_timeout: float | None = None,
+    connect_timeout: float | None = None,
+    tls: TLS | None = None,
+    raw: bool = False,
+) -> redis.Redis:
     """A redis-py client for one node: RESP2 (Disque's protocol), authenticated
     with `password`, over TLS with `tls`, and never retrying.
 
@@ -52,26 +60,46 @@ def connect(host: str, port: int, password: str | None = None, *,
     callers choose another node, or try again next round, instead. `raw`
     switches redis-py's response callbacks off (INFO as bytes, not a dict).
     """
-    client = redis.Redis(host=host, port=port, password=password or None, protocol=2,
-                         socket_timeout=socket_timeout, socket_connect_timeout=connect_timeout,
-                         retry=Retry(NoBackoff(), 0), **(tls.client_kwargs() if tls else {}))
+    client = redis.Redis(
+        host=host,
+        port=port,
+        password=password or None,
+        protocol=2,
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=connect_timeout,
+        retry=Retry(NoBackoff(), 0),
+        **(tls.client_kwargs() if tls else {}),
+    )
     if raw:
         client.response_callbacks.clear()
     return client
 
 
-def connect_async(host: str, port: int, password: str | None = None, *,
-                  socket_timeout: float | None = None, connect_timeout: float | None = None,
-                  tls: TLS | None = None, max_connections: int | None = None) -> aredis.Redis:
+def connect_async(
+    host: str,
+    port: int,
+    password: str | None = None,
+    *,
+    socket_timeout: float | None = None,
+    connect_timeout: float | None = None,
+    tls: TLS | None = None,
+    max_connections: int | None = None,
+) -> aredis.Redis:
     """`connect` for asyncio, with raw replies (see `connect`)."""
     import redis.asyncio as aredis  # here: the synchronous tools need not load asyncio
     from redis.asyncio.retry import Retry as AsyncRetry
 
-    client = aredis.Redis(host=host, port=port, password=password or None, protocol=2,
-                          socket_timeout=socket_timeout,
-                          socket_connect_timeout=connect_timeout,
-                          retry=AsyncRetry(NoBackoff(), 0), max_connections=max_connections,
-                          **(tls.client_kwargs() if tls else {}))
+    client = aredis.Redis(
+        host=host,
+        port=port,
+        password=password or None,
+        protocol=2,
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=connect_timeout,
+        retry=AsyncRetry(NoBackoff(), 0),
+        max_connections=max_connections,
+        **(tls.client_kwargs() if tls else {}),
+    )
     client.response_callbacks.clear()
     return client
 
@@ -79,6 +107,7 @@ def connect_async(host: str, port: int, password: str | None = None, *,
 # ---------------------------------------------------------------------------
 # HELLO
 # ---------------------------------------------------------------------------
+
 
 class HelloError(ValueError):
     """A reply that is not Disque's HELLO."""
@@ -89,7 +118,7 @@ class Node:
     """One node as HELLO lists it: lower priority is better, 100 is leaving."""
 
     id: str
-    host: str       # empty when the node never learned its own IP (it met no one)
+    host: str  # empty when the node never learned its own IP (it met no one)
     port: int
     priority: int = PRIORITY_OK
 
@@ -107,8 +136,12 @@ class Hello:
 
 def parse_hello(reply: Any) -> Hello:
     """HELLO: `[1, my-id, [id, ip, port, priority], ...]`; raises HelloError otherwise."""
-    if not isinstance(reply, list) or len(reply) < 2 or reply[0] != HELLO_VERSION \
-            or not isinstance(reply[1], (bytes, str)):
+    if (
+        not isinstance(reply, list)
+        or len(reply) < 2
+        or reply[0] != HELLO_VERSION
+        or not isinstance(reply[1], (bytes, str))
+    ):
         raise HelloError(f"unexpected HELLO reply {reply!r:.200}")
     return Hello(HELLO_VERSION, text(reply[1]), tuple(_hello_node(e) for e in reply[2:]))
 
@@ -130,6 +163,7 @@ def by_priority(nodes: Iterable[Node]) -> list[Node]:
 # ---------------------------------------------------------------------------
 # INFO
 # ---------------------------------------------------------------------------
+
 
 def parse_info(reply: bytes | str) -> dict[str, Any]:
     """INFO text as `{section: {field: value}}` (section names in lower case);
@@ -161,7 +195,7 @@ def flat_info(reply: bytes | str) -> dict[str, str]:
 
 _INTEGER = re.compile(r"-?\d+")
 _DECIMAL = re.compile(r"-?\d+\.\d+")
-_TEXT_FIELDS = ("run_id",)    # fields that may look like numbers but are names
+_TEXT_FIELDS = ("run_id",)  # fields that may look like numbers but are names
 
 
 def info_value(field: str, value: str) -> Any:
@@ -178,13 +212,16 @@ def info_value(field: str, value: str) -> Any:
 
 def info_numbers(fields: dict[str, Any]) -> dict[str, Any]:
     """`parse_info`'s result with every value through `info_value`."""
-    return {name: info_numbers(value) if isinstance(value, dict) else info_value(name, value)
-            for name, value in fields.items()}
+    return {
+        name: info_numbers(value) if isinstance(value, dict) else info_value(name, value)
+        for name, value in fields.items()
+    }
 
 
 # ---------------------------------------------------------------------------
 # Reply values
 # ---------------------------------------------------------------------------
+
 
 def text(value: Any) -> str:
     """A reply element as str (bulk strings arrive as bytes; nil as "")."""

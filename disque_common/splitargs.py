@@ -12,8 +12,7 @@ from __future__ import annotations
 _HEX = b"0123456789abcdefABCDEF"
 _WORD_END = b" \n\r\t\0"
 _BLANKS = b" \t\n\r\v\f"
-_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b",
-            ord("a"): b"\a"}
+_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b", ord("a"): b"\a"}
 
 
 class SplitError(ValueError):
@@ -38,9 +37,14 @@ def split_args(line: str | bytes) -> list[bytes]:
             c = data[i] if i < n else 0
             nxt = data[i + 1] if i + 1 < n else 0
             if in_double:
-                if (c == ord("\\") and nxt == ord("x") and i + 3 < n
-                        and data[i + 2] in _HEX and data[i + 3] in _HEX):
-                    current.append(int(data[i + 2:i + 4], 16))
+                if (
+                    c == ord("\\")
+                    and nxt == ord("x")
+                    and i + 3 < n
+                    and data[i + 2] in _HEX
+                    and data[i + 3] in _HEX
+                ):
+                    current.append(int(data[i + 2 : i + 4], 16))
                     i += 3
                 elif c == ord("\\") and i + 1 < n:
                     i += 1

@@ -31,8 +31,11 @@ TLS_OPTIONS: tuple[TLSOption, ...] = (
     TLSOption("--cacert", "cacert", "CA certificate file to verify the node with.", True),
     TLSOption("--cert", "cert", "Client certificate to authenticate with.", True),
     TLSOption("--key", "key", "Private key file to authenticate with.", True),
-    TLSOption("--insecure", "insecure", "Allow insecure TLS connection by skipping "
-              "certificate validation."),
+    TLSOption(
+        "--insecure",
+        "insecure",
+        "Allow insecure TLS connection by skipping certificate validation.",
+    ),
 )
 
 
@@ -52,8 +55,9 @@ class TLS:
     insecure: bool = False
 
     @classmethod
-    def from_options(cls, tls: bool, cacert: str | None, cert: str | None, key: str | None,
-                     insecure: bool) -> TLS | None:
+    def from_options(
+        cls, tls: bool, cacert: str | None, cert: str | None, key: str | None, insecure: bool
+    ) -> TLS | None:
         """None for a plain connection; any TLS option implies --tls (as in redis-cli)."""
         if not (tls or cacert or cert or key or insecure):
             return None
@@ -71,17 +75,23 @@ class TLS:
         # Nodes are reached by the addresses HELLO lists, which their
         # certificates need not name: like redis-cli (hiredis), verify the
         # chain, not the host name.
-        return {"ssl_ca_certs": self.cacert, "ssl_certfile": self.cert,
-                "ssl_keyfile": self.key,
-                "ssl_cert_reqs": "none" if self.insecure else "required",
-                "ssl_check_hostname": False}
+        return {
+            "ssl_ca_certs": self.cacert,
+            "ssl_certfile": self.cert,
+            "ssl_keyfile": self.key,
+            "ssl_cert_reqs": "none" if self.insecure else "required",
+            "ssl_check_hostname": False,
+        }
 
     def check(self) -> None:
         """Load every file now, as each handshake will; raise TLSError naming the bad one."""
         if self.key and not self.cert:
             raise TLSError(f"private key {self.key} given without a client certificate")
-        for what, path in (("CA certificate", self.cacert), ("client certificate", self.cert),
-                           ("private key", self.key)):
+        for what, path in (
+            ("CA certificate", self.cacert),
+            ("client certificate", self.cert),
+            ("private key", self.key),
+        ):
             if path:
                 _check_readable(what, path)
         context = ssl.create_default_context()
@@ -99,13 +109,18 @@ class TLS:
         try:
             context.load_cert_chain(self.cert or "", self.key, password=_no_password)
         except _EncryptedKey:
-            raise TLSError(f"private key {self.key or self.cert} is encrypted "
-                           "(a key without a passphrase is needed)") from None
+            raise TLSError(
+                f"private key {self.key or self.cert} is encrypted "
+                "(a key without a passphrase is needed)"
+            ) from None
         except ssl.SSLError as exc:
             reason = ssl_reason(exc)
             if reason == "PEM lib":
-                reason = ("not a PEM certificate with its key (give the key file too)"
-                          if self.key is None else "not a PEM certificate and key")
+                reason = (
+                    "not a PEM certificate with its key (give the key file too)"
+                    if self.key is None
+                    else "not a PEM certificate and key"
+                )
             files = self.cert if self.key is None else f"{self.cert} with key {self.key}"
             raise TLSError(f"client certificate {files}: {reason}") from None
 
@@ -127,13 +142,13 @@ def _check_readable(what: str, path: str) -> None:
 
 
 def ssl_reason(exc: ssl.SSLError) -> str:
-    """"[X509: KEY_VALUES_MISMATCH] key values mismatch (_ssl.c:3926)" as "key values mismatch"."""
+    """ "[X509: KEY_VALUES_MISMATCH] key values mismatch (_ssl.c:3926)" as "key values mismatch"."""
     text = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], str) else str(exc)
     return re.sub(r"^\[[^\]]*\]\s*|\s*\(_ssl\.c:\d+\)$", "", text) or str(exc)
 
 
 def handshake_failure(exc: BaseException) -> str | None:
-    """"TLS handshake failed: <why>" when `exc` comes from a failed handshake, else None.
+    """ "TLS handshake failed: <why>" when `exc` comes from a failed handshake, else None.
 
     redis-py wraps the `ssl.SSLError` in a ConnectionError whose text carries
     an errno and OpenSSL's source line; the reason is found down the chain.
@@ -152,8 +167,8 @@ def handshake_failure(exc: BaseException) -> str | None:
 def closed_hint(tls: TLS | None) -> str:
     """Why a node may hang up before its first reply, as far as TLS goes: the text to
     append to "Connection closed by server", or ""."""
-    if tls is None:   # a TLS port drops a client that does not start with a handshake
+    if tls is None:  # a TLS port drops a client that does not start with a handshake
         return " (is it a TLS port? see --tls)"
-    if tls.cert is None:   # tls-auth-clients: the node ends the session, not the handshake
+    if tls.cert is None:  # tls-auth-clients: the node ends the session, not the handshake
         return " (does the node require a client certificate? see --cert and --key)"
     return ""

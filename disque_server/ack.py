@@ -45,7 +45,7 @@ class AckWait:
 class Acks:
     def __init__(self, server: Server) -> None:
         self.server = server
-        self.waits: dict[bytes, list[AckWait]] = {}   # job ID -> ACKJOB replies held for it
+        self.waits: dict[bytes, list[AckWait]] = {}  # job ID -> ACKJOB replies held for it
 
     def acknowledge_job(self, job: Job) -> None:
         """Move a job to the acked state (ACKJOB, SETACK)."""
@@ -54,7 +54,7 @@ class Acks:
         self.server.queues.dequeue_job(job)
         job.state = ACKED
         job.qtime = 0
-        job.nodes_confirmed = ()     # collected again by the GC
+        job.nodes_confirmed = ()  # collected again by the GC
         self.server.jobs.update_awake(job)
         self.server.on_job_changed(job)
 
@@ -70,7 +70,7 @@ class Acks:
             self.server.jobs.update_awake(job)
 
     def next_gc_time(self, job: Job) -> int:
-        delay = min(GC_RETRY_MIN_MS * (2 ** job.gc_retry), GC_RETRY_MAX_MS)
+        delay = min(GC_RETRY_MIN_MS * (2**job.gc_retry), GC_RETRY_MAX_MS)
         return now_ms() + delay + random.randint(0, 500)
 
     # ---- ACKJOB replies held until the GC is done ------------------------------------

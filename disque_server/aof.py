@@ -53,8 +53,14 @@ class AOFError(Exception):
 
 
 def job_record(job: Job) -> bytes:
-    return bulk_array([b"LOADJOB", STATE_NAMES[job.state], b"%d" % (job.flags & ~FLAG_UNPLACED),
-                           *job_to_fields(job)])
+    return bulk_array(
+        [
+            b"LOADJOB",
+            STATE_NAMES[job.state],
+            b"%d" % (job.flags & ~FLAG_UNPLACED),
+            *job_to_fields(job),
+        ]
+    )
 
 
 def deljob_record(job_id: bytes) -> bytes:
@@ -95,7 +101,7 @@ def write_snapshot(server: Server, path: str) -> int:
 class AOF:
     def __init__(self, server: Server) -> None:
         self.server = server
-        self.state = "off"                    # off | on | wait_rewrite
+        self.state = "off"  # off | on | wait_rewrite
         self.fd = -1
         self.buf: list[bytes] = []
         self.current_size = 0
@@ -198,8 +204,12 @@ class AOF:
     def cron(self) -> None:
         self.flush()
         now = time.monotonic()
-        if (self.fsync_pending and not self.fsync_running and now - self.last_fsync >= 1
-                and not self.fsync_paused):
+        if (
+            self.fsync_pending
+            and not self.fsync_running
+            and now - self.last_fsync >= 1
+            and not self.fsync_paused
+        ):
             self.fsync_pending = False
             self.fsync_running = True
             self.last_fsync = now
@@ -208,8 +218,9 @@ class AOF:
         if self.rewrite_pid:
             self.check_rewrite_done()
         elif self.state == "on" and self.should_auto_rewrite():
-            self.server.log.notice("Starting automatic rewriting of AOF on %d%% growth",
-                                   self.growth_percent())
+            self.server.log.notice(
+                "Starting automatic rewriting of AOF on %d%% growth", self.growth_percent()
+            )
             self.start_rewrite()
 
     def _fsync_done(self, future: object) -> None:
@@ -222,8 +233,11 @@ class AOF:
     def should_auto_rewrite(self) -> bool:
         config = self.server.config
         pct = config["auto-aof-rewrite-percentage"]
-        return bool(pct) and self.current_size > config["auto-aof-rewrite-min-size"] \
+        return (
+            bool(pct)
+            and self.current_size > config["auto-aof-rewrite-min-size"]
             and self.growth_percent() >= pct
+        )
 
     # ---- rewrite ------------------------------------------------------------------
     def start_rewrite(self) -> bool:
@@ -238,7 +252,7 @@ class AOF:
             self.server.log.warning("Can't rewrite append only file in background: fork: %s", exc)
             self.last_bgrewrite_ok = False
             return False
-        if pid == 0:   # the child: write the snapshot from its copy of memory, and exit
+        if pid == 0:  # the child: write the snapshot from its copy of memory, and exit
             gc.disable()
             try:
                 write_snapshot(self.server, tmp)
@@ -281,7 +295,7 @@ class AOF:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        self.buf.clear()          # those records are in the new file already
+        self.buf.clear()  # those records are in the new file already
         self.base_size = 0
         if self.state != "off":
             self.open()
@@ -333,7 +347,7 @@ class AOF:
     def _load(self, path: str, enqueue_once: bool) -> int:
         server = self.server
         reader = hiredis.Reader()
-        offset = 0          # end of the last complete record
+        offset = 0  # end of the last complete record
         loaded = 0
         now_s = int(time.time())
         with open(path, "rb") as f:
@@ -346,38 +360,57 @@ class AOF:
                     try:
                         record = reader.gets()
                     except (hiredis.ProtocolError, TypeError, ValueError, MemoryError) as exc:
-                        raise AOFError(f"Bad file format reading the append only file {path} "
-                                       f"at offset {offset}: {exc}. Use "
-                                       f"'disque-check-aof --fix {path}' to repair it.") from None
+                        raise AOFError(
+                            f"Bad file format reading the append only file {path} "
+                            f"at offset {offset}: {exc}. Use "
+                            f"'disque-check-aof --fix {path}' to repair it."
+                        ) from None
                     if record is False:
                         break
-                    if type(record) is not list or not record or \
-                            not BYTES_ONLY.issuperset(map(type, record)):
-                        raise AOFError(f"Bad file format reading the append only file {path} "
-                                       f"at offset {offset}: not a command")
+                    if (
+                        type(record) is not list
+                        or not record
+                        or not BYTES_ONLY.issuperset(map(type, record))
+                    ):
+                        raise AOFError(
+                            f"Bad file format reading the append only file {path} "
+                            f"at offset {offset}: not a command"
+                        )
                     if not self.apply(record, enqueue_once, now_s):
-                        raise AOFError(f"Bad file format reading the append only file {path} "
-                                       f"at offset {offset}: unknown or malformed "
-                                       f"{record[0][:20].decode(errors='replace')} record")
+                        raise AOFError(
+                            f"Bad file format reading the append only file {path} "
+                            f"at offset {offset}: unknown or malformed "
+                            f"{record[0][:20].decode(errors='replace')} record"
+                        )
                     loaded += record[0] == b"LOADJOB"
                     offset += bulk_array_length(record)
         size = os.path.getsize(path)
         if offset < size:
             self.truncated(path, offset, size)
-        server.log.notice("DB loaded from append only file: %d job records, %d jobs in memory",
-                          loaded, len(server.jobs))
+        server.log.notice(
+            "DB loaded from append only file: %d job records, %d jobs in memory",
+            loaded,
+            len(server.jobs),
+        )
         return loaded
 
     def truncated(self, path: str, offset: int, size: int) -> None:
         if not self.server.config["aof-load-truncated"]:
-            raise AOFError(f"Unexpected end of file reading the append only file {path} at "
-                           f"offset {offset} ({size - offset} bytes of an incomplete record). "
-                           f"Use 'disque-check-aof --fix {path}' or set aof-load-truncated yes.")
-        self.server.log.warning("!!! Warning: short read while loading the AOF file %s!!! "
-                                "The last %d bytes (from offset %d) are an incomplete record: "
-                                "AOF loaded anyway because aof-load-truncated is enabled; the "
-                                "file was truncated to offset %d.", path, size - offset,
-                                offset, offset)
+            raise AOFError(
+                f"Unexpected end of file reading the append only file {path} at "
+                f"offset {offset} ({size - offset} bytes of an incomplete record). "
+                f"Use 'disque-check-aof --fix {path}' or set aof-load-truncated yes."
+            )
+        self.server.log.warning(
+            "!!! Warning: short read while loading the AOF file %s!!! "
+            "The last %d bytes (from offset %d) are an incomplete record: "
+            "AOF loaded anyway because aof-load-truncated is enabled; the "
+            "file was truncated to offset %d.",
+            path,
+            size - offset,
+            offset,
+            offset,
+        )
         os.truncate(path, offset)
 
     def apply(self, record: list[bytes], enqueue_once: bool, now_s: int) -> bool:
@@ -400,7 +433,7 @@ class AOF:
         if old is not None:
             server.jobs.unregister(old)
         if job.etime <= now_s:
-            return True      # expired while the node was down
+            return True  # expired while the node was down
         # (FLAG_UNPLACED: a timer flag of the old process)
         job.flags = (int(record[2]) & ~FLAG_UNPLACED) | (job.flags & FLAG_BCAST_WILLQUEUE)
         q = server.queues.lookup(job.queue)
@@ -412,10 +445,10 @@ class AOF:
         elif state == QUEUED and enqueue_once:
             job.state = ACTIVE
             server.jobs.register(job)
-            job.flags &= ~FLAG_BCAST_QUEUED   # its first queueing here is not a re-queue
+            job.flags &= ~FLAG_BCAST_QUEUED  # its first queueing here is not a re-queue
             server.queues.enqueue_job(job)
         else:
-            job.state = ACTIVE       # the retry timer re-queues it (never RETRY 0 jobs)
+            job.state = ACTIVE  # the retry timer re-queues it (never RETRY 0 jobs)
             server.jobs.register(job)
         return True
 

@@ -33,8 +33,12 @@ def check(path: str) -> tuple[int, int, str]:
             return offset, records, f"bad format: {exc}"
         if record is False:
             break
-        if (type(record) is not list or not record or not BYTES_ONLY.issuperset(map(type, record))
-                or KNOWN.get(record[0].upper()) != len(record)):
+        if (
+            type(record) is not list
+            or not record
+            or not BYTES_ONLY.issuperset(map(type, record))
+            or KNOWN.get(record[0].upper()) != len(record)
+        ):
             return offset, records, "not a LOADJOB/DELJOB record"
         offset += bulk_array_length(record)
         records += 1
@@ -44,10 +48,12 @@ def check(path: str) -> tuple[int, int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="disque-check-aof",
-                                     description="Check (and fix) a Disque append only file.")
-    parser.add_argument("--fix", action="store_true", help="truncate the file after the "
-                        "last good record")
+    parser = argparse.ArgumentParser(
+        prog="disque-check-aof", description="Check (and fix) a Disque append only file."
+    )
+    parser.add_argument(
+        "--fix", action="store_true", help="truncate the file after the last good record"
+    )
     parser.add_argument("file")
     args = parser.parse_args(argv)
     try:
@@ -59,15 +65,19 @@ def main(argv: list[str] | None = None) -> int:
     if not reason:
         print(f"AOF is valid: {records} records, {size} bytes")
         return 0
-    print(f"AOF analyzed: size={size}, ok_up_to={offset}, diff={size - offset}, "
-          f"records ok={records}")
+    print(
+        f"AOF analyzed: size={size}, ok_up_to={offset}, diff={size - offset}, records ok={records}"
+    )
     print(f"0x{offset:08x}: Expected a complete record: {reason}")
     if not args.fix:
         print("AOF is not valid. Use the --fix option to try fixing it.")
         return 1
     if sys.stdin.isatty():
-        answer = input(f"This will shrink the AOF from {size} bytes, with {size - offset} "
-                       "bytes, to " f"{offset} bytes\nContinue? [y/N]: ")
+        answer = input(
+            f"This will shrink the AOF from {size} bytes, with {size - offset} "
+            "bytes, to "
+            f"{offset} bytes\nContinue? [y/N]: "
+        )
         if answer.strip().lower() not in ("y", "yes"):
             print("Aborting...")
             return 1

@@ -54,13 +54,13 @@ MAX_INLINE = 64 * 1024
 QUERY_BUFFER_LIMIT = 1024 * 1024 * 1024
 MAX_MULTIBULK = 1024 * 1024
 PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
-SCAN_PENDING_MAX = 1024 * 1024        # past this, follow the request header by header instead
-FOLLOW_MAX_REQUESTS = 8               # ... or inside one after fewer requests than this
-OUTPUT_HIGH_WATER = 64 * 1024 * 1024   # stop reading a client that does not read
-DEFERRED_LIMIT = 1024 * 1024           # input kept for a blocked client before we stop reading
+SCAN_PENDING_MAX = 1024 * 1024  # past this, follow the request header by header instead
+FOLLOW_MAX_REQUESTS = 8  # ... or inside one after fewer requests than this
+OUTPUT_HIGH_WATER = 64 * 1024 * 1024  # stop reading a client that does not read
+DEFERRED_LIMIT = 1024 * 1024  # input kept for a blocked client before we stop reading
 
-_BIG_LENGTH = re.compile(rb"\$\d{9}")           # maybe over PROTO_MAX_BULK_LEN
-SMALL_READ = 16 * 1024                # its requests' elements are checked by a join
+_BIG_LENGTH = re.compile(rb"\$\d{9}")  # maybe over PROTO_MAX_BULK_LEN
+SMALL_READ = 16 * 1024  # its requests' elements are checked by a join
 _join = b"".join
 
 _client_ids = itertools.count(1)
@@ -109,12 +109,12 @@ class Client(asyncio.Protocol):
         self.ctime = self.last_interaction = time.time()
         self.authenticated = not server.config["requirepass"]
         self.blocked: Blocked | None = None
-        self.deferred: deque[bytes] = deque()   # reads not looked at yet (kept while blocked)
+        self.deferred: deque[bytes] = deque()  # reads not looked at yet (kept while blocked)
         self.deferred_len = 0
         self.monitor = False
         self.closing = False
         self.reading_paused = False
-        self.last_cmd: Command | None = None   # (CLIENT LIST's cmd=)
+        self.last_cmd: Command | None = None  # (CLIENT LIST's cmd=)
         # No more than 29 attributes: past that, CPython 3.11 drops the compact layout
         # of instance attributes, and each request costs 12% more in process_input.
 
@@ -129,7 +129,7 @@ class Client(asyncio.Protocol):
             self.addr = f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
             if server.config["tcp-keepalive"] and sock is not None:
                 set_keepalive(sock, server.config["tcp-keepalive"])
-        elif sock is not None and sock.family == socket.AF_UNIX:   # shown as Redis does
+        elif sock is not None and sock.family == socket.AF_UNIX:  # shown as Redis does
             self.addr = f"{server.config['unixsocket']}:0"
         if sock is not None:
             self.fd = sock.fileno()
@@ -172,21 +172,28 @@ class Client(asyncio.Protocol):
             self.deferred.append(data)
             self.deferred_len += len(data)
             if self.blocked:
-                if (self.deferred_len > DEFERRED_LIMIT and self.transport
-                        and not self.reading_paused):
-                    self.reading_paused = True     # TCP back-pressure until unblocked
+                if (
+                    self.deferred_len > DEFERRED_LIMIT
+                    and self.transport
+                    and not self.reading_paused
+                ):
+                    self.reading_paused = True  # TCP back-pressure until unblocked
                     self.transport.pause_reading()
                 return
-        elif (self.at_boundary and data[0] == STAR and not self.inline_buf
-              and (data[2:3] == b"\r" or not count_problem(data, 0, MAX_MULTIBULK))
-              and next_array_header(data, 1, True) == len(data)):
+        elif (
+            self.at_boundary
+            and data[0] == STAR
+            and not self.inline_buf
+            and (data[2:3] == b"\r" or not count_problem(data, 0, MAX_MULTIBULK))
+            and next_array_header(data, 1, True) == len(data)
+        ):
             self.run_read(data)
             self.flush()
             return
         else:
             self.chunk, self.chunk_pos, self.clean = data, 0, False
             if self.at_boundary and not self.inline_buf and not self.feed_more():
-                self.flush()                 # (a protocol error, or a cut header)
+                self.flush()  # (a protocol error, or a cut header)
                 return
         self.process_input()
         self.flush()
@@ -199,7 +206,7 @@ class Client(asyncio.Protocol):
         feeding the read in one piece, and process_input goes on from there."""
         reader = self.reader
         reader.feed(data)
-        self.framing = None                  # (as feed_more at a boundary)
+        self.framing = None  # (as feed_more at a boundary)
         gets, dispatch, has_data = reader.gets, self.server.dispatch, reader.has_data
         small = len(data) <= SMALL_READ
         done = 0
@@ -213,7 +220,7 @@ class Client(asyncio.Protocol):
                     return
                 break
             if request is False:
-                self.keep_read(data, done)   # a request cut by the end of the read
+                self.keep_read(data, done)  # a request cut by the end of the read
                 break
             if type(request) is not list:
                 self.protocol_error("expected a multibulk request of bulk strings")
@@ -233,7 +240,7 @@ class Client(asyncio.Protocol):
             if request:
                 dispatch(self, request)
             if not has_data():
-                return                       # the common end: all run, at a boundary
+                return  # the common end: all run, at a boundary
             if self.blocked or self.closing:
                 self.keep_read(data, done)
                 return
@@ -254,11 +261,12 @@ class Client(asyncio.Protocol):
         client blocks or is closing."""
         while not self.blocked and not self.closing and self.transport is not None:
             if self.inline_buf:
-                if not self.process_inline() and (self.blocked or self.closing
-                                                  or not self.more_inline()):
+                if not self.process_inline() and (
+                    self.blocked or self.closing or not self.more_inline()
+                ):
                     return
                 continue
-            reader = self.reader             # (replaced by recover_inline)
+            reader = self.reader  # (replaced by recover_inline)
             try:
                 request = reader.gets()
             except (hiredis.ProtocolError, MemoryError, ValueError, TypeError) as exc:
@@ -268,7 +276,7 @@ class Client(asyncio.Protocol):
                 continue
             if request is False:
                 if self.at_boundary and self.chunk_pos >= len(self.chunk) and not self.deferred:
-                    return                   # all run (the common end of a read)
+                    return  # all run (the common end of a read)
                 if not self.feed_more():
                     return
                 continue
@@ -305,8 +313,11 @@ class Client(asyncio.Protocol):
                 # length that may go over PROTO_MAX_BULK_LEN needs a look; one cut by the
                 # end of the read goes unseen, which costs nothing but the early error:
                 # hiredis allocates nothing for a length, and QUERY_BUFFER_LIMIT holds.
-                if not self.at_boundary and self.framing is None and (
-                        self.pending_count < FOLLOW_MAX_REQUESTS or _BIG_LENGTH.search(chunk)):
+                if (
+                    not self.at_boundary
+                    and self.framing is None
+                    and (self.pending_count < FOLLOW_MAX_REQUESTS or _BIG_LENGTH.search(chunk))
+                ):
                     if not self.start_framing():
                         return False
                 self.chunk, self.chunk_pos = b"", 0
@@ -322,7 +333,7 @@ class Client(asyncio.Protocol):
                     self.inline_buf, self.chunk, self.chunk_pos = chunk[pos:], b"", 0
                     self.framing = None
                     return True
-                if kind in AGGREGATE_TYPES and chunk[pos + 2:pos + 3] != b"\r":
+                if kind in AGGREGATE_TYPES and chunk[pos + 2 : pos + 3] != b"\r":
                     problem = count_problem(chunk, pos, MAX_MULTIBULK)
                     if problem == CUT:
                         if not self.load_chunk():
@@ -338,9 +349,12 @@ class Client(asyncio.Protocol):
                 # Up to a bad header: what comes before it runs first, then the walk
                 # from there finds it again.
                 end, outcome = self.framing.walk(chunk, pos, 1)
-                if end == pos:               # a bad header, or a boundary hiredis misses
-                    self.protocol_error("invalid request framing" if outcome in (
-                        Framing.END, Framing.BOUNDARY, Framing.INLINE) else outcome)
+                if end == pos:  # a bad header, or a boundary hiredis misses
+                    self.protocol_error(
+                        "invalid request framing"
+                        if outcome in (Framing.END, Framing.BOUNDARY, Framing.INLINE)
+                        else outcome
+                    )
                     return False
             else:
                 end = next_array_header(chunk, pos, self.clean)
@@ -365,8 +379,11 @@ class Client(asyncio.Protocol):
                     end = next_array_header(chunk, past, self.clean)
                     if end == pos:
                         continue
-            if self.framing is None and self.pending and \
-                    self.pending_len + end - pos > SCAN_PENDING_MAX:
+            if (
+                self.framing is None
+                and self.pending
+                and self.pending_len + end - pos > SCAN_PENDING_MAX
+            ):
                 # A request too big to keep a copy of: follow it header by header.
                 if not self.start_framing():
                     return False
@@ -394,7 +411,7 @@ class Client(asyncio.Protocol):
             return False
         data = self.deferred.popleft()
         self.deferred_len -= len(data)
-        rest = self.chunk[self.chunk_pos:]
+        rest = self.chunk[self.chunk_pos :]
         self.chunk = rest + data if rest else data
         self.chunk_pos = 0
         self.clean = False
@@ -408,8 +425,7 @@ class Client(asyncio.Protocol):
         if outcome != Framing.END:
             # An array nested in a request, small enough to pass unchecked: the request
             # would be refused anyway.
-            self.protocol_error(outcome if outcome != Framing.INLINE
-                                else "invalid request framing")
+            self.protocol_error(outcome if outcome != Framing.INLINE else "invalid request framing")
             return False
         self.framing = framing
         self.forget_pending()
@@ -429,11 +445,10 @@ class Client(asyncio.Protocol):
         if "reply type byte" not in error or not self.pending:
             return False
         buf = b"".join(self.pending)
-        end, outcome = Framing(MAX_MULTIBULK, PROTO_MAX_BULK_LEN).walk(
-            buf, 0, self.pending_count)
+        end, outcome = Framing(MAX_MULTIBULK, PROTO_MAX_BULK_LEN).walk(buf, 0, self.pending_count)
         if outcome != Framing.BOUNDARY or end >= len(buf) or buf[end] in RESP_TYPES:
-            return False                     # the bad byte is inside a request
-        self.inline_buf = buf[end:] + self.chunk[self.chunk_pos:]
+            return False  # the bad byte is inside a request
+        self.inline_buf = buf[end:] + self.chunk[self.chunk_pos :]
         self.chunk, self.chunk_pos = b"", 0
         self.reader = hiredis.Reader()
         self.at_boundary = True
@@ -444,7 +459,7 @@ class Client(asyncio.Protocol):
     def more_inline(self) -> bool:
         """Append the next read to the inline line in progress; False when none waits."""
         if self.chunk_pos < len(self.chunk):
-            data = self.chunk[self.chunk_pos:]
+            data = self.chunk[self.chunk_pos :]
         elif self.deferred:
             data = self.deferred.popleft()
             self.deferred_len -= len(data)
@@ -460,7 +475,7 @@ class Client(asyncio.Protocol):
         buf, pos = self.inline_buf, 0
         try:
             while not self.blocked and not self.closing:
-                if buf[pos:pos + 1] == b"*":           # back to multibulk requests
+                if buf[pos : pos + 1] == b"*":  # back to multibulk requests
                     self.inline_buf, self.chunk, self.chunk_pos = b"", buf[pos:], 0
                     buf, pos = b"", 0
                     return True
@@ -498,7 +513,7 @@ class Client(asyncio.Protocol):
         if out and transport is not None:
             server = self.server
             if server.aof.buf:
-                server.aof.flush()          # what a reply confirms is on disk first
+                server.aof.flush()  # what a reply confirms is on disk first
             data = b"".join(out) if len(out) > 1 else out[0]
             out.clear()
             server.stats.net_output_bytes += len(data)
@@ -550,16 +565,23 @@ class Client(asyncio.Protocol):
         if blocked.timer is not None:
             blocked.timer.cancel()
         blocked.release(self)
-        if resume and (self.deferred or not self.at_boundary or self.inline_buf
-                       or self.chunk_pos < len(self.chunk)):
+        if resume and (
+            self.deferred
+            or not self.at_boundary
+            or self.inline_buf
+            or self.chunk_pos < len(self.chunk)
+        ):
             self.server.loop.call_soon(self.resume)
 
     def resume(self) -> None:
         """Run what the client sent while it was blocked."""
         if self.closing or self.blocked:
             return
-        if (self.reading_paused and self.transport is not None
-                and self.transport.get_write_buffer_size() < OUTPUT_HIGH_WATER):
+        if (
+            self.reading_paused
+            and self.transport is not None
+            and self.transport.get_write_buffer_size() < OUTPUT_HIGH_WATER
+        ):
             # Paused for the input kept while blocked; stay paused if the
             # client still does not read its replies (resume_writing resumes).
             self.reading_paused = False
@@ -570,7 +592,9 @@ class Client(asyncio.Protocol):
     def info_line(self) -> str:
         now = time.time()
         flags = "b" if self.blocked else ("O" if self.monitor else "N")
-        return (f"id={self.id} addr={self.addr} fd={self.fd} name={self.name.decode(errors='replace')} "
-                f"age={int(now - self.ctime)} idle={int(now - self.last_interaction)} "
-                f"flags={flags} qbuf={self.pending_len + len(self.inline_buf)} qbuf-free=0 "
-                f"obl=0 oll={len(self.out)} omem=0 events=r cmd={self.last_cmd.name if self.last_cmd else 'NULL'}")
+        return (
+            f"id={self.id} addr={self.addr} fd={self.fd} name={self.name.decode(errors='replace')} "
+            f"age={int(now - self.ctime)} idle={int(now - self.last_interaction)} "
+            f"flags={flags} qbuf={self.pending_len + len(self.inline_buf)} qbuf-free=0 "
+            f"obl=0 oll={len(self.out)} omem=0 events=r cmd={self.last_cmd.name if self.last_cmd else 'NULL'}"
+        )

@@ -27,6 +27,7 @@ class ConfigError(Exception):
 # Argument splitting of config lines, as Redis' sdssplitargs
 # ---------------------------------------------------------------------------
 
+
 def split_args(line: str) -> list[str]:
     """A config line's words, split as Redis does (sdssplitargs, the one splitter
     of the node and the CLI). Text, as config values are: a \\xHH escape that makes
@@ -45,14 +46,22 @@ def split_args(line: str) -> list[str]:
 # Value types
 # ---------------------------------------------------------------------------
 
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2,
-          "g": 1000**3, "gb": 1024**3}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1024,
+    "m": 1000**2,
+    "mb": 1024**2,
+    "g": 1000**3,
+    "gb": 1024**3,
+}
 
 
 def parse_memory(text: str) -> int:
     s = text.strip().lower()
     digits = s.rstrip("kmgb")
-    unit = s[len(digits):]
+    unit = s[len(digits) :]
     if unit not in _UNITS or not digits.lstrip("-").isdigit():
         raise ValueError(text)
     value = int(digits) * _UNITS[unit]
@@ -68,7 +77,7 @@ def parse_int(text: str) -> int:
 def parse_ip(text: str) -> str:
     """An IPv4 or IPv6 address, or empty."""
     if text:
-        ipaddress.ip_address(text)     # ValueError when it is not one
+        ipaddress.ip_address(text)  # ValueError when it is not one
     return text
 
 
@@ -103,7 +112,7 @@ def parse_output_limit(text: str) -> str:
         raise ValueError("wrong number of arguments")
     limits = ""
     for i in range(0, len(words), 4):
-        klass, hard, soft, seconds = words[i:i + 4]
+        klass, hard, soft, seconds = words[i : i + 4]
         if klass.lower() != "normal":
             raise ValueError("Unrecognized client limit class")
         if parse_int(seconds) < 0:
@@ -118,8 +127,17 @@ def output_limits(value: str) -> tuple[int, int, int]:
     return int(hard), int(soft), int(seconds)
 
 
-SYSLOG_FACILITIES = ("user", "local0", "local1", "local2", "local3", "local4", "local5",
-                     "local6", "local7")
+SYSLOG_FACILITIES = (
+    "user",
+    "local0",
+    "local1",
+    "local2",
+    "local3",
+    "local4",
+    "local5",
+    "local6",
+    "local7",
+)
 
 
 def format_value(value: Any) -> str:
@@ -133,11 +151,11 @@ class Param:
     name: str
     default: Any
     parse: Callable[[str], Any] = str
-    visible: bool = True      # listed by CONFIG GET
-    settable: bool = True     # changeable by CONFIG SET
+    visible: bool = True  # listed by CONFIG GET
+    settable: bool = True  # changeable by CONFIG SET
     minimum: int | None = None
     choices: tuple[str, ...] = ()
-    multi: bool = False       # takes several words (bind, client-output-buffer-limit)
+    multi: bool = False  # takes several words (bind, client-output-buffer-limit)
 
     def convert(self, words: list[str]) -> Any:
         if self.multi:
@@ -156,69 +174,77 @@ class Param:
 
 
 _P = Param
-PARAMS: dict[str, Param] = {p.name: p for p in [
-    # Listed by CONFIG GET, in Disque 1.0-rc1's order.
-    _P("requirepass", ""),
-    _P("unixsocket", "", settable=False),
-    _P("logfile", "", settable=False),
-    _P("pidfile", "", settable=False),
-    _P("maxmemory", 1024**3, parse_memory),   # 1 GB, as Disque 1.0-rc1
-    _P("maxmemory-samples", 5, parse_int, minimum=1),
-    _P("timeout", 0, parse_int, minimum=0),
-    _P("auto-aof-rewrite-percentage", 100, parse_int, minimum=0),
-    _P("auto-aof-rewrite-min-size", 64 * 1024 * 1024, parse_memory),
-    _P("slowlog-log-slower-than", 10000, parse_int),
-    _P("latency-monitor-threshold", 0, parse_int, minimum=0),
-    _P("slowlog-max-len", 128, parse_int, minimum=0),
-    _P("port", 7711, parse_int, settable=False, minimum=0),
-    _P("tcp-backlog", 511, parse_int, settable=False, minimum=0),
-    _P("databases", 16, parse_int, settable=False, minimum=1),
-    _P("maxclients", 10000, parse_int, minimum=1),
-    _P("watchdog-period", 0, parse_int, minimum=0),
-    _P("hz", 10, parse_int, minimum=1),
-    _P("cluster-node-timeout", 15000, parse_int, minimum=1),
-    _P("tcp-keepalive", 0, parse_int, minimum=0),
-    _P("no-appendfsync-on-rewrite", False, parse_bool),
-    _P("daemonize", False, parse_bool, settable=False),
-    _P("activerehashing", True, parse_bool),
-    _P("aof-rewrite-incremental-fsync", True, parse_bool),
-    _P("aof-load-truncated", True, parse_bool),
-    _P("aof-enqueue-jobs-once", False, parse_bool),
-    _P("maxmemory-policy", "acks", choices=("acks", "noeviction")),
-    _P("loglevel", "notice", choices=("debug", "verbose", "notice", "warning")),
-    _P("appendfsync", "everysec", choices=("always", "everysec", "no")),
-    _P("syslog-facility", "local0", settable=False, choices=SYSLOG_FACILITIES),
-    _P("appendonly", False, parse_bool),
-    _P("dir", "", settable=True),
-    _P("client-output-buffer-limit", "normal 0 0 0", parse_output_limit, multi=True),
-    _P("unixsocketperm", "0", parse_octal, settable=False),
-    _P("bind", "", settable=False, multi=True),
-    # Startup-only directives, not listed by CONFIG GET (as in Disque).
-    _P("appendfilename", "disque.aof", visible=False, settable=False),
-    _P("cluster-config-file", "nodes.conf", visible=False, settable=False),
-    _P("protected-mode", True, parse_bool, visible=False, settable=False),
-    _P("queue-max-idle-time", 120, parse_int, visible=False, settable=False, minimum=1),
-    _P("syslog-enabled", False, parse_bool, visible=False, settable=False),
-    _P("syslog-ident", "disque", visible=False, settable=False),
-    # Beyond Disque: an authenticated cluster bus and TLS.
-    _P("cluster-password", "", visible=False, settable=False),
-    _P("tls-port", 0, parse_int, visible=False, settable=False, minimum=0),
-    _P("tls-cert-file", "", visible=False, settable=False),
-    _P("tls-key-file", "", visible=False, settable=False),
-    _P("tls-ca-cert-file", "", visible=False, settable=False),
-    _P("tls-auth-clients", "no", visible=False, settable=False,
-       choices=("yes", "no", "optional")),
-    _P("tls-cluster", False, parse_bool, visible=False, settable=False),
-    # Beyond Disque: containers and NAT, as Redis 7 (what this node tells its peers).
-    _P("cluster-port", 0, parse_port, visible=False, settable=False, minimum=0),
-    _P("cluster-announce-ip", "", parse_ip, visible=False, settable=False),
-    _P("cluster-announce-port", 0, parse_port, visible=False, settable=False, minimum=0),
-    _P("cluster-announce-bus-port", 0, parse_port, visible=False, settable=False, minimum=0),
-    # Beyond Disque: a Prometheus endpoint (see disque_server/metrics.py).
-    _P("metrics-port", 0, parse_int, visible=False, settable=False, minimum=0),
-    _P("metrics-bind", "", visible=False, settable=False, multi=True),
-    _P("metrics-max-queues", 1000, parse_int, visible=False, settable=False, minimum=0),
-]}
+PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in [
+        # Listed by CONFIG GET, in Disque 1.0-rc1's order.
+        _P("requirepass", ""),
+        _P("unixsocket", "", settable=False),
+        _P("logfile", "", settable=False),
+        _P("pidfile", "", settable=False),
+        _P("maxmemory", 1024**3, parse_memory),  # 1 GB, as Disque 1.0-rc1
+        _P("maxmemory-samples", 5, parse_int, minimum=1),
+        _P("timeout", 0, parse_int, minimum=0),
+        _P("auto-aof-rewrite-percentage", 100, parse_int, minimum=0),
+        _P("auto-aof-rewrite-min-size", 64 * 1024 * 1024, parse_memory),
+        _P("slowlog-log-slower-than", 10000, parse_int),
+        _P("latency-monitor-threshold", 0, parse_int, minimum=0),
+        _P("slowlog-max-len", 128, parse_int, minimum=0),
+        _P("port", 7711, parse_int, settable=False, minimum=0),
+        _P("tcp-backlog", 511, parse_int, settable=False, minimum=0),
+        _P("databases", 16, parse_int, settable=False, minimum=1),
+        _P("maxclients", 10000, parse_int, minimum=1),
+        _P("watchdog-period", 0, parse_int, minimum=0),
+        _P("hz", 10, parse_int, minimum=1),
+        _P("cluster-node-timeout", 15000, parse_int, minimum=1),
+        _P("tcp-keepalive", 0, parse_int, minimum=0),
+        _P("no-appendfsync-on-rewrite", False, parse_bool),
+        _P("daemonize", False, parse_bool, settable=False),
+        _P("activerehashing", True, parse_bool),
+        _P("aof-rewrite-incremental-fsync", True, parse_bool),
+        _P("aof-load-truncated", True, parse_bool),
+        _P("aof-enqueue-jobs-once", False, parse_bool),
+        _P("maxmemory-policy", "acks", choices=("acks", "noeviction")),
+        _P("loglevel", "notice", choices=("debug", "verbose", "notice", "warning")),
+        _P("appendfsync", "everysec", choices=("always", "everysec", "no")),
+        _P("syslog-facility", "local0", settable=False, choices=SYSLOG_FACILITIES),
+        _P("appendonly", False, parse_bool),
+        _P("dir", "", settable=True),
+        _P("client-output-buffer-limit", "normal 0 0 0", parse_output_limit, multi=True),
+        _P("unixsocketperm", "0", parse_octal, settable=False),
+        _P("bind", "", settable=False, multi=True),
+        # Startup-only directives, not listed by CONFIG GET (as in Disque).
+        _P("appendfilename", "disque.aof", visible=False, settable=False),
+        _P("cluster-config-file", "nodes.conf", visible=False, settable=False),
+        _P("protected-mode", True, parse_bool, visible=False, settable=False),
+        _P("queue-max-idle-time", 120, parse_int, visible=False, settable=False, minimum=1),
+        _P("syslog-enabled", False, parse_bool, visible=False, settable=False),
+        _P("syslog-ident", "disque", visible=False, settable=False),
+        # Beyond Disque: an authenticated cluster bus and TLS.
+        _P("cluster-password", "", visible=False, settable=False),
+        _P("tls-port", 0, parse_int, visible=False, settable=False, minimum=0),
+        _P("tls-cert-file", "", visible=False, settable=False),
+        _P("tls-key-file", "", visible=False, settable=False),
+        _P("tls-ca-cert-file", "", visible=False, settable=False),
+        _P(
+            "tls-auth-clients",
+            "no",
+            visible=False,
+            settable=False,
+            choices=("yes", "no", "optional"),
+        ),
+        _P("tls-cluster", False, parse_bool, visible=False, settable=False),
+        # Beyond Disque: containers and NAT, as Redis 7 (what this node tells its peers).
+        _P("cluster-port", 0, parse_port, visible=False, settable=False, minimum=0),
+        _P("cluster-announce-ip", "", parse_ip, visible=False, settable=False),
+        _P("cluster-announce-port", 0, parse_port, visible=False, settable=False, minimum=0),
+        _P("cluster-announce-bus-port", 0, parse_port, visible=False, settable=False, minimum=0),
+        # Beyond Disque: a Prometheus endpoint (see disque_server/metrics.py).
+        _P("metrics-port", 0, parse_int, visible=False, settable=False, minimum=0),
+        _P("metrics-bind", "", visible=False, settable=False, multi=True),
+        _P("metrics-max-queues", 1000, parse_int, visible=False, settable=False, minimum=0),
+    ]
+}
 
 
 class Config:
@@ -227,8 +253,8 @@ class Config:
     def __init__(self) -> None:
         self.values: dict[str, Any] = {name: p.default for name, p in PARAMS.items()}
         self.values["dir"] = os.getcwd()
-        self.explicit: set[str] = set()   # set by file or command line
-        self.file: str | None = None      # absolute path of the config file, if any
+        self.explicit: set[str] = set()  # set by file or command line
+        self.file: str | None = None  # absolute path of the config file, if any
         self.listeners: list[Callable[[str, Any], None]] = []
 
     def __getitem__(self, name: str) -> Any:
@@ -249,7 +275,8 @@ class Config:
                     "\n*** FATAL CONFIG FILE ERROR ***\n"
                     f"Reading the configuration file '{source}', at line {lineno}\n"
                     f">>> '{stripped}'\n"
-                    f"{_explain(exc)}") from None
+                    f"{_explain(exc)}"
+                ) from None
 
     def apply(self, name: str, words: list[str]) -> None:
         param = PARAMS.get(name)
@@ -267,8 +294,11 @@ class Config:
     # ---- CONFIG GET / SET ----------------------------------------------------
     def get(self, pattern: str) -> list[tuple[str, str]]:
         pat = pattern.lower()
-        return [(name, format_value(self.values[name])) for name, p in PARAMS.items()
-                if p.visible and fnmatch.fnmatchcase(name, pat)]
+        return [
+            (name, format_value(self.values[name]))
+            for name, p in PARAMS.items()
+            if p.visible and fnmatch.fnmatchcase(name, pat)
+        ]
 
     def set(self, name: str, raw: str) -> None:
         """CONFIG SET: raises ConfigError with the exact Disque error text."""
@@ -317,7 +347,7 @@ class Config:
                 if name not in written and self._should_write(name):
                     out.append(self._line(name))
                     written.add(name)
-                continue          # duplicates and defaults-now lines are dropped
+                continue  # duplicates and defaults-now lines are dropped
             out.append(line)
         extra = [n for n in PARAMS if n not in written and self._should_write(n)]
         if extra:
@@ -330,14 +360,26 @@ class Config:
 
     def _line(self, name: str) -> str:
         value = format_value(self.values[name])
-        if value == "" or not PARAMS[name].multi and any(
-                c.isspace() or c in "\"'" or not (c.isascii() and c.isprintable()) for c in value):
+        if (
+            value == ""
+            or not PARAMS[name].multi
+            and any(
+                c.isspace() or c in "\"'" or not (c.isascii() and c.isprintable()) for c in value
+            )
+        ):
             value = quote_word(value)
         return f"{name} {value}"
 
 
-_QUOTED_ESCAPES = {ord("\\"): "\\\\", ord('"'): '\\"', ord("\n"): "\\n", ord("\r"): "\\r",
-                   ord("\t"): "\\t", ord("\a"): "\\a", ord("\b"): "\\b"}
+_QUOTED_ESCAPES = {
+    ord("\\"): "\\\\",
+    ord('"'): '\\"',
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+    ord("\a"): "\\a",
+    ord("\b"): "\\b",
+}
 
 
 def quote_word(value: str) -> str:

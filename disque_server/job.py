@@ -21,11 +21,11 @@ STATE_NAMES = {WAIT_REPL: b"wait-repl", ACTIVE: b"active", QUEUED: b"queued", AC
 STATE_BY_NAME = {v: k for k, v in STATE_NAMES.items()}
 
 # Job flags.
-FLAG_DELIVERED = 1        # handed to a client at least once (GETJOB)
-FLAG_BCAST_QUEUED = 2     # next enqueue is a re-queue: tell the other owners
+FLAG_DELIVERED = 1  # handed to a client at least once (GETJOB)
+FLAG_BCAST_QUEUED = 2  # next enqueue is a re-queue: tell the other owners
 FLAG_BCAST_WILLQUEUE = 4  # send WILLQUEUE before re-queueing (awake 500 ms early)
-FLAG_UNPLACED = 8         # awake time set, not yet filed in a timer bucket (jobs.py)
-FLAG_NACK_DELAYED = 16    # NACK ... DELAY: the next timed re-queue is that NACK's
+FLAG_UNPLACED = 8  # awake time set, not yet filed in a timer bucket (jobs.py)
+FLAG_NACK_DELAYED = 16  # NACK ... DELAY: the next timed re-queue is that NACK's
 
 ID_LEN = 40
 WILLQUEUE_ADVANCE_MS = 500
@@ -81,8 +81,13 @@ _D, _DASH = ord("D"), ord("-")
 
 def valid_job_id(jid: bytes) -> bool:
     # (bytes indexed give small ints, which are shared: no slice is made)
-    return (len(jid) == ID_LEN and jid[10] == _DASH and jid[35] == _DASH
-            and jid[0] == _D and jid[1] == _DASH)
+    return (
+        len(jid) == ID_LEN
+        and jid[10] == _DASH
+        and jid[35] == _DASH
+        and jid[0] == _D
+        and jid[1] == _DASH
+    )
 
 
 # One hex digit as Disque's hexToInt reads it: either case, anything else is 0 and the
@@ -106,24 +111,40 @@ def is_at_least_once_id(jid: bytes) -> bool:
 class Job:
     """One job. ``__slots__`` because a node holds millions of them."""
 
-    __slots__ = ("id", "queue", "state", "body", "ctime", "etime", "qtime", "awake",
-                 "delay", "retry", "repl", "nacks", "deliveries", "flags",
-                 "nodes_delivered", "nodes_confirmed", "gc_retry")
+    __slots__ = (
+        "id",
+        "queue",
+        "state",
+        "body",
+        "ctime",
+        "etime",
+        "qtime",
+        "awake",
+        "delay",
+        "retry",
+        "repl",
+        "nacks",
+        "deliveries",
+        "flags",
+        "nodes_delivered",
+        "nodes_confirmed",
+        "gc_retry",
+    )
 
     def __init__(self, jid: bytes, state: int, ttl_etime: int, retry: int) -> None:
         self.id = jid
         self.queue: bytes | None = None
         self.state = state
         self.body: bytes | None = None
-        self.ctime = 0           # ms * 1e6 + counter: the queue order
-        self.etime = ttl_etime   # absolute expire time, unix seconds
-        self.qtime = 0           # absolute next (re)queue time, ms; 0 = never
-        self.awake = 0           # absolute next time the job needs attention, ms
+        self.ctime = 0  # ms * 1e6 + counter: the queue order
+        self.etime = ttl_etime  # absolute expire time, unix seconds
+        self.qtime = 0  # absolute next (re)queue time, ms; 0 = never
+        self.awake = 0  # absolute next time the job needs attention, ms
         self.delay = 0
         self.retry = retry
         self.repl = 1
         self.nacks = 0
-        self.deliveries = 0      # additional deliveries (re-queues after the first)
+        self.deliveries = 0  # additional deliveries (re-queues after the first)
         self.flags = 0
         # Tuples, shared where possible: most jobs carry the same small sets.
         self.nodes_delivered: tuple[bytes, ...] = ()
@@ -197,9 +218,20 @@ def _node_ids(b: bytes) -> tuple[bytes, ...]:
 
 
 def job_to_fields(job: Job) -> list[bytes]:
-    return [job.id, job.queue or b"", job.body or b"", b"%d" % job.repl, b"%d" % job.etime,
-            b"%d" % job.ctime, b"%d" % job.delay, b"%d" % job.retry, b"%d" % job.nacks,
-            b"%d" % job.deliveries, b"%d" % job.qtime, b" ".join(job.nodes_delivered)]
+    return [
+        job.id,
+        job.queue or b"",
+        job.body or b"",
+        b"%d" % job.repl,
+        b"%d" % job.etime,
+        b"%d" % job.ctime,
+        b"%d" % job.delay,
+        b"%d" % job.retry,
+        b"%d" % job.nacks,
+        b"%d" % job.deliveries,
+        b"%d" % job.qtime,
+        b" ".join(job.nodes_delivered),
+    ]
 
 
 def job_from_fields(fields: list[bytes], state: int) -> Job | None:

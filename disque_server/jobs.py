@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 BUCKET_MS = 50
 
 # The job index is split in up to INDEX_PARTS dicts by the hash of the ID.
-INDEX_PARTS = 1 << 14     # ~60 IDs a part at 1M jobs
+INDEX_PARTS = 1 << 14  # ~60 IDs a part at 1M jobs
 INDEX_PART_MASK = INDEX_PARTS - 1
 
 
@@ -114,7 +114,7 @@ class JobIndex:
         parts = self.parts
         ids: list[bytes] = []
         key = cursor
-        if len(parts) * 4 < INDEX_PARTS - key:   # sparse: visit only non-empty parts
+        if len(parts) * 4 < INDEX_PARTS - key:  # sparse: visit only non-empty parts
             for key in sorted(k for k in parts if k >= cursor):
                 if len(ids) >= count:
                     return key, ids
@@ -138,8 +138,8 @@ class Jobs:
         self.lookup = self.by_id.get
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
-        self.unplaced: list[Job] = []    # awake time set since the last tick, not filed
-        self.data_bytes = 0      # what the jobs cost (used_memory): JOB_BYTES + body each
+        self.unplaced: list[Job] = []  # awake time set since the last tick, not filed
+        self.data_bytes = 0  # what the jobs cost (used_memory): JOB_BYTES + body each
         # data_bytes past which the next maxmemory level starts (Memory.refresh sets
         # it): crossing it refreshes the level at once, not at the next cron tick.
         self.refresh_at = 1 << 62
@@ -161,7 +161,7 @@ class Jobs:
     def start(self, job: Job, now: int = 0) -> None:
         """A new job replicated as asked (or needing no copy): register it and
         activate it. ``now``: the caller's clock reading in ms, if it has one."""
-        self.register(job, schedule=False)   # activate sets its timer
+        self.register(job, schedule=False)  # activate sets its timer
         self.activate(job, now)
 
     def activate(self, job: Job, now: int = 0) -> None:
@@ -189,9 +189,9 @@ class Jobs:
     def update_awake(self, job: Job, now: int = 0) -> None:
         """Compute when the job next needs attention, as Disque's updateJobAwakeTime.
         ``now``: the caller's clock reading in ms, if it has one."""
-        at = job.etime * 1000 + 1000          # expire (a second late, to be past it)
+        at = job.etime * 1000 + 1000  # expire (a second late, to be past it)
         if job.qtime and job.qtime < at:
-            at = job.qtime                    # re-queue
+            at = job.qtime  # re-queue
         if job.state == ACKED:
             gc = self.server.acks.next_gc_time(job)
             if gc < at:
@@ -224,7 +224,7 @@ class Jobs:
         for job in unplaced:
             job.flags &= ~FLAG_UNPLACED
             at = job.awake
-            if not at:                        # unregistered meanwhile
+            if not at:  # unregistered meanwhile
                 continue
             key = at // BUCKET_MS
             bucket = buckets.get(key)
@@ -277,8 +277,11 @@ class Jobs:
             server.log.verbose("EVICT %s", job.id.decode())
             self.unregister(job)
             return
-        if (job.state == ACTIVE and job.flags & FLAG_BCAST_WILLQUEUE
-                and job.qtime - WILLQUEUE_ADVANCE_MS <= now):
+        if (
+            job.state == ACTIVE
+            and job.flags & FLAG_BCAST_WILLQUEUE
+            and job.qtime - WILLQUEUE_ADVANCE_MS <= now
+        ):
             server.cluster.send_willqueue(job)
             job.flags &= ~FLAG_BCAST_WILLQUEUE
         if job.state == ACTIVE and job.qtime and job.qtime <= now:
@@ -286,7 +289,7 @@ class Jobs:
             if job.retry and q is not None and q.flags & PAUSED_IN:
                 job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
             else:
-                nack = bool(job.flags & FLAG_NACK_DELAYED)   # NACK ... DELAY's re-queue
+                nack = bool(job.flags & FLAG_NACK_DELAYED)  # NACK ... DELAY's re-queue
                 job.flags &= ~FLAG_NACK_DELAYED
                 server.queues.enqueue_job(job, nack)
         if job.state == QUEUED and job.qtime and job.qtime <= now and job.retry:

@@ -12,15 +12,16 @@ _MARKS = ".-*#"
 
 
 # syslog priorities of the levels, as Redis maps them.
-_SYSLOG_PRIORITIES = (7, 6, 5, 4)   # LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING
+_SYSLOG_PRIORITIES = (7, 6, 5, 4)  # LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING
 
 
 class Log:
     """``syslog``: (ident, facility name) to copy every line to syslog too
     (syslog-enabled), or None."""
 
-    def __init__(self, level: str = "notice", path: str = "",
-                 syslog: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self, level: str = "notice", path: str = "", syslog: tuple[str, str] | None = None
+    ) -> None:
         self.level = LEVELS[level]
         self.path = path
         self.stream: TextIO = sys.stdout
@@ -29,9 +30,13 @@ class Log:
         self.syslog = None
         if syslog is not None:
             import syslog as syslog_module  # POSIX only: imported when enabled
+
             ident, facility = syslog
-            syslog_module.openlog(ident, syslog_module.LOG_PID | syslog_module.LOG_NDELAY,
-                                  getattr(syslog_module, f"LOG_{facility.upper()}"))
+            syslog_module.openlog(
+                ident,
+                syslog_module.LOG_PID | syslog_module.LOG_NDELAY,
+                getattr(syslog_module, f"LOG_{facility.upper()}"),
+            )
             self.syslog = syslog_module
 
     def set_level(self, level: str) -> None:
@@ -49,7 +54,7 @@ class Log:
             self.stream.write(line)
             self.stream.flush()
         except (OSError, ValueError):
-            pass   # a full disk or a closed stdout must not take the node down
+            pass  # a full disk or a closed stdout must not take the node down
         if self.syslog is not None:
             self.syslog.syslog(_SYSLOG_PRIORITIES[level], msg)
 

@@ -46,8 +46,9 @@ def parse_command_line(argv: list[str]) -> Config:
                 with open(path) as f:
                     text = f.read()
             except OSError as exc:
-                raise ConfigError(f"Fatal error, can't open config file '{source}': "
-                                  f"{exc.strerror}") from None
+                raise ConfigError(
+                    f"Fatal error, can't open config file '{source}': {exc.strerror}"
+                ) from None
             config.file = path
             config.load_text(text, path)
     options: list[str] = []
@@ -97,8 +98,10 @@ def install_event_loop() -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("-v", "--version"):
-        print(f"Disque server v={DISQUE_VERSION} (disque-py {__version__}, "
-              f"Python {sys.version.split()[0]})")
+        print(
+            f"Disque server v={DISQUE_VERSION} (disque-py {__version__}, "
+            f"Python {sys.version.split()[0]})"
+        )
         return 0
     if argv and argv[0] in ("-h", "--help"):
         print(USAGE, end="")
@@ -118,23 +121,34 @@ def main(argv: list[str] | None = None) -> int:
     if config["pidfile"]:
         write_pidfile(config["pidfile"])
     try:
-        log = Log(config["loglevel"], config["logfile"],
-                  (config["syslog-ident"], config["syslog-facility"])
-                  if config["syslog-enabled"] else None)
+        log = Log(
+            config["loglevel"],
+            config["logfile"],
+            (config["syslog-ident"], config["syslog-facility"])
+            if config["syslog-enabled"]
+            else None,
+        )
     except OSError as exc:
         print(f"Can't open the log file: {exc}", file=sys.stderr)
         return 1
     loop_name = install_event_loop()
     adjust_open_files_limit(config, log)
-    log.notice("Disque (Python %s, %s) starting, pid %d, port %d", sys.version.split()[0],
-               loop_name, os.getpid(), config["port"])
+    log.notice(
+        "Disque (Python %s, %s) starting, pid %d, port %d",
+        sys.version.split()[0],
+        loop_name,
+        os.getpid(),
+        config["port"],
+    )
     if not config.file:
-        log.warning("No config file specified, using the default config. In order to "
-                    "specify a config file use 'disque-server /path/to/disque.conf'")
+        log.warning(
+            "No config file specified, using the default config. In order to "
+            "specify a config file use 'disque-server /path/to/disque.conf'"
+        )
     return asyncio.run(run(config, log))
 
 
-RESERVED_FDS = 32   # log, AOF, listeners, cluster links beyond the clients
+RESERVED_FDS = 32  # log, AOF, listeners, cluster links beyond the clients
 
 
 def adjust_open_files_limit(config: Config, log: Log) -> None:
@@ -152,9 +166,14 @@ def adjust_open_files_limit(config: Config, log: Log) -> None:
         pass
     if soft < need:
         config.values["maxclients"] = max(soft - RESERVED_FDS, 1)
-        log.warning("You requested maxclients of %d requiring at least %d max file descriptors; "
-                    "the open files limit is %d, so maxclients is now %d.", need - RESERVED_FDS,
-                    need, soft, config["maxclients"])
+        log.warning(
+            "You requested maxclients of %d requiring at least %d max file descriptors; "
+            "the open files limit is %d, so maxclients is now %d.",
+            need - RESERVED_FDS,
+            need,
+            soft,
+            config["maxclients"],
+        )
 
 
 async def run(config: Config, log: Log) -> int:
@@ -174,8 +193,10 @@ async def run(config: Config, log: Log) -> int:
         return 1
     except OSError as exc:
         log.warning("Could not start the node on port %d: %s", config["port"], exc.strerror or exc)
-        print(f"Could not start the node on port {config['port']}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"Could not start the node on port {config['port']}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -20,14 +20,14 @@ if TYPE_CHECKING:
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 OK, EXTERNAL_REPL, EVICT, FULL = 0, 1, 2, 3
-LEVEL_STARTS = {EXTERNAL_REPL: 0.75, EVICT: 0.95, FULL: 1.0}   # fractions of maxmemory
+LEVEL_STARTS = {EXTERNAL_REPL: 0.75, EVICT: 0.95, FULL: 1.0}  # fractions of maxmemory
 
 # What the data costs, measured on CPython 3.11 (RSS growth over 1M jobs, see
 # the README): a job with a 40-byte ID, beside its body: the Job object and
 # its numbers, its index and timer entries, its queue entry.
 JOB_BYTES = 545
-QUEUE_BYTES = 1200      # a Queue object, its sorted list and scan index entry
-CLIENT_BYTES = 3500     # a connection: Client, parser, transport (buffers counted apart)
+QUEUE_BYTES = 1200  # a Queue object, its sorted list and scan index entry
+CLIENT_BYTES = 3500  # a connection: Client, parser, transport (buffers counted apart)
 
 
 def rss_bytes() -> int:
@@ -60,7 +60,7 @@ class Memory:
 
     def __init__(self, server: Server) -> None:
         self.server = server
-        self.buffers = 0      # clients and AOF, summed once a second
+        self.buffers = 0  # clients and AOF, summed once a second
         self.used = 0
         self.peak = 0
         self.level = OK
@@ -72,8 +72,11 @@ class Memory:
 
     def sample_buffers(self) -> None:
         aof = self.server.aof
-        self.buffers = (client_buffers(self.server) + sum(map(len, aof.buf))
-                        + sum(map(len, aof.rewrite_buf or ())))
+        self.buffers = (
+            client_buffers(self.server)
+            + sum(map(len, aof.buf))
+            + sum(map(len, aof.rewrite_buf or ()))
+        )
 
     def refresh(self) -> int:
         """Compute memory use and the warning level (the cron calls it every tick:
@@ -88,8 +91,15 @@ class Memory:
             jobs.refresh_at = 1 << 62
         else:
             ratio = used / limit
-            self.level = (FULL if ratio >= 1.0 else EVICT if ratio >= 0.95
-                          else EXTERNAL_REPL if ratio >= 0.75 else OK)
+            self.level = (
+                FULL
+                if ratio >= 1.0
+                else EVICT
+                if ratio >= 0.95
+                else EXTERNAL_REPL
+                if ratio >= 0.75
+                else OK
+            )
             if self.level < FULL:
                 next_at = int(limit * LEVEL_STARTS[self.level + 1])
                 jobs.refresh_at = jobs.data_bytes + next_at - used
@@ -118,8 +128,10 @@ class Memory:
         self.evict_cursor, ids = server.jobs.scan(self.evict_cursor, budget)
         for jid in ids:
             job = server.jobs.lookup(jid)
-            if job is not None and (job.state == ACKED or (
-                    job.retry == 0 and job.flags & FLAG_DELIVERED and job.state == ACTIVE)):
+            if job is not None and (
+                job.state == ACKED
+                or (job.retry == 0 and job.flags & FLAG_DELIVERED and job.state == ACTIVE)
+            ):
                 server.jobs.unregister(job)
                 freed += 1
         freed += server.queues.evict_idle(0)

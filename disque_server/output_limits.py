@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class OutputLimits:
     def __init__(self) -> None:
-        self.soft_since: dict[Client, float] = {}   # over the soft limit since (monotonic)
+        self.soft_since: dict[Client, float] = {}  # over the soft limit since (monotonic)
 
     def enforce(self, server: Server) -> None:
         hard, soft, seconds = output_limits(server.config["client-output-buffer-limit"])
@@ -47,8 +47,11 @@ class OutputLimits:
 
     def close(self, server: Server, client: Client, size: int) -> None:
         self.soft_since.pop(client, None)
-        server.log.warning("Client %s closed for overcoming of output buffer limits "
-                           "(%d bytes pending).", client.addr, size)
+        server.log.warning(
+            "Client %s closed for overcoming of output buffer limits (%d bytes pending).",
+            client.addr,
+            size,
+        )
         client.closing = True
         if client.transport is not None:
-            client.transport.abort()   # close() would wait for the buffer to drain
+            client.transport.abort()  # close() would wait for the buffer to drain

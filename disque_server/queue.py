@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from disque_server.server import Server
 
 PAUSED_IN, PAUSED_OUT = 1, 2
-SERVE_BATCH = 256   # blocked clients served per event-loop pass
+SERVE_BATCH = 256  # blocked clients served per event-loop pass
 PAUSE_NAMES = {0: b"none", PAUSED_IN: b"in", PAUSED_OUT: b"out", PAUSED_IN | PAUSED_OUT: b"all"}
 
 _by_ctime = attrgetter("ctime")
@@ -44,17 +44,33 @@ def scan_key(name: bytes) -> int:
 class Queue:
     """One named queue on this node."""
 
-    __slots__ = ("name", "jobs", "ctime", "atime", "flags", "clients", "jobs_in", "jobs_out",
-                 "scan_key", "import_cur_time", "import_cur_count", "import_prev_time",
-                 "import_prev_count", "needjobs_bcast_time", "needjobs_adhoc_time",
-                 "needjobs_bcast_attempt", "needjobs_adhoc_attempt", "needjobs_responders")
+    __slots__ = (
+        "name",
+        "jobs",
+        "ctime",
+        "atime",
+        "flags",
+        "clients",
+        "jobs_in",
+        "jobs_out",
+        "scan_key",
+        "import_cur_time",
+        "import_cur_count",
+        "import_prev_time",
+        "import_prev_count",
+        "needjobs_bcast_time",
+        "needjobs_adhoc_time",
+        "needjobs_bcast_attempt",
+        "needjobs_adhoc_attempt",
+        "needjobs_responders",
+    )
 
     def __init__(self, name: bytes) -> None:
         self.name = name
         self.jobs: SortedKeyList = SortedKeyList(key=_by_ctime)
         self.ctime = self.atime = now_s()
         self.flags = 0
-        self.clients: dict[Client, None] = {}   # blocked GETJOB clients, FIFO
+        self.clients: dict[Client, None] = {}  # blocked GETJOB clients, FIFO
         self.jobs_in = self.jobs_out = 0
         self.scan_key = scan_key(name)
         # Federation (cluster): jobs imported in this second and the previous one.
@@ -62,7 +78,7 @@ class Queue:
         self.import_cur_count = self.import_prev_count = 0
         self.needjobs_bcast_time = self.needjobs_adhoc_time = 0
         self.needjobs_bcast_attempt = self.needjobs_adhoc_attempt = 0
-        self.needjobs_responders: dict[bytes, int] = {}   # node id -> last YOURJOBS (ms)
+        self.needjobs_responders: dict[bytes, int] = {}  # node id -> last YOURJOBS (ms)
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -70,7 +86,10 @@ class Queue:
     def count_import(self, n: int = 1) -> None:
         now = now_s()
         if now != self.import_cur_time:
-            self.import_prev_time, self.import_prev_count = self.import_cur_time, self.import_cur_count
+            self.import_prev_time, self.import_prev_count = (
+                self.import_cur_time,
+                self.import_cur_count,
+            )
             self.import_cur_time, self.import_cur_count = now, 0
         self.import_cur_count += n
 
@@ -121,13 +140,13 @@ class Queues:
         self.by_name: dict[bytes, Queue] = {}
         self.scan_index: SortedKeyList = SortedKeyList(key=attrgetter("scan_key"))
         self.ready: dict[Queue, None] = {}  # queues that got jobs while clients wait
-        self.with_clients: dict[Queue, None] = {}   # queues with blocked clients
+        self.with_clients: dict[Queue, None] = {}  # queues with blocked clients
         self._serve_scheduled = False
         # Hooks up the stack, set by server.py: serve a blocked GETJOB client a job of
         # the queue (commands/getjob.py), and a queue drained (cluster: federation).
         self.serve_blocked: Callable[[Client, Queue], None] = _unwired
         self.on_drained: Callable[[Queue], None] = _unwired
-        self.data_bytes = 0      # what the queues cost (used_memory), their jobs apart
+        self.data_bytes = 0  # what the queues cost (used_memory), their jobs apart
 
     # ---- low level --------------------------------------------------------
     def lookup(self, name: bytes) -> Queue | None:
@@ -165,7 +184,7 @@ class Queues:
         if job.state == QUEUED:
             return False
         if job.retry == 0 and job.flags & FLAG_DELIVERED:
-            return False     # at-most-once: delivered once, never again
+            return False  # at-most-once: delivered once, never again
         now = now or now_ms()
         job.state = QUEUED
         if job.retry:
@@ -225,7 +244,7 @@ class Queues:
             job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
             self.server.jobs.update_awake(job, now)
             if len(job.nodes_delivered) > 1:
-                self.server.cluster.broadcast_working(job)   # the other owners wait too
+                self.server.cluster.broadcast_working(job)  # the other owners wait too
 
     # ---- blocking ------------------------------------------------------------
     def block_client(self, client: Client, names: list[bytes]) -> None:
@@ -256,7 +275,7 @@ class Queues:
         while self.ready:
             q = next(iter(self.ready))
             while q.clients and q.jobs and not q.flags & PAUSED_OUT:
-                if budget == 0:     # more next pass: a reply is a write() each
+                if budget == 0:  # more next pass: a reply is a write() each
                     self._serve_scheduled = True
                     self.server.loop.call_soon(self.serve_ready_queues)
                     return
@@ -278,8 +297,7 @@ class Queues:
         now = now_s()
         evicted = 0
         for q in list(self.by_name.values()):
-            if (not q.jobs and not q.clients and not q.flags
-                    and now - q.atime > max_idle):
+            if not q.jobs and not q.clients and not q.flags and now - q.atime > max_idle:
                 self.destroy(q)
                 evicted += 1
         return evicted

@@ -48,8 +48,11 @@ def status(s: bytes) -> bytes:
 def error(msg: str) -> bytes:
     """``msg`` includes the error code: 'ERR ...', 'NOJOB ...'."""
     # (surrogateescape: a client's bytes quoted in the message go back as they came)
-    return b"-" + msg.replace("\r", " ").replace("\n", " ").encode(
-        "utf-8", errors="surrogateescape") + CRLF
+    return (
+        b"-"
+        + msg.replace("\r", " ").replace("\n", " ").encode("utf-8", errors="surrogateescape")
+        + CRLF
+    )
 
 
 def integer(n: int) -> bytes:
@@ -76,8 +79,7 @@ def bulk_array(parts: list[bytes]) -> bytes:
 
 def bulk_array_length(parts: list[bytes]) -> int:
     """Bytes of ``bulk_array(parts)``: where a request read back from a file ended."""
-    return len(b"*%d\r\n" % len(parts)) + sum(
-        len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in parts)
+    return len(b"*%d\r\n" % len(parts)) + sum(len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in parts)
 
 
 class Protocol:
@@ -132,11 +134,11 @@ RESP3 = Protocol(3)
 # The type bytes hiredis knows (read.c, processItem): any other byte where a reply or an
 # element starts is a protocol error to it.
 RESP_TYPES = frozenset(b"*$+-:,_#(=%|~>")
-AGGREGATE_TYPES = frozenset(b"*%|~>")   # hiredis allocates room for their count at once
-PAIR_TYPES = frozenset(b"%|")           # maps and attributes: count pairs
-BLOB_TYPES = frozenset(b"$=")           # a length line, then that many bytes and 2 more
+AGGREGATE_TYPES = frozenset(b"*%|~>")  # hiredis allocates room for their count at once
+PAIR_TYPES = frozenset(b"%|")  # maps and attributes: count pairs
+BLOB_TYPES = frozenset(b"$=")  # a length line, then that many bytes and 2 more
 HEADER_TYPES = AGGREGATE_TYPES | BLOB_TYPES
-MAX_HEADER_LINE = 22                    # type byte, sign, 20 digits: no longer number parses
+MAX_HEADER_LINE = 22  # type byte, sign, 20 digits: no longer number parses
 STAR, DOLLAR = ord("*"), ord("$")
 
 
@@ -168,18 +170,18 @@ class Framing:
 
     __slots__ = ("max_count", "max_bulk", "bulk_only", "need", "skip", "line")
 
-    END = ""              # walk outcomes: used up the buffer (the state is kept) ...
+    END = ""  # walk outcomes: used up the buffer (the state is kept) ...
     BOUNDARY = "boundary"  # ... stopped between two requests, after the number asked for
-    INLINE = "inline"     # ... stopped at a request starting with no RESP type byte
+    INLINE = "inline"  # ... stopped at a request starting with no RESP type byte
     # Anything else is what is wrong with the header walk stopped at.
 
     def __init__(self, max_count: int, max_bulk: int, bulk_only: bool = False) -> None:
         self.max_count = max_count
         self.max_bulk = max_bulk
         self.bulk_only = bulk_only
-        self.need = 0        # elements still to come in the request (0: between requests)
-        self.skip = 0        # bytes of a payload, and its 2 trailing ones, still to come
-        self.line = b""      # a line cut by the end of the last buffer: its start
+        self.need = 0  # elements still to come in the request (0: between requests)
+        self.skip = 0  # bytes of a payload, and its 2 trailing ones, still to come
+        self.line = b""  # a line cut by the end of the last buffer: its start
 
     def walk(self, buf: bytes, pos: int = 0, requests: int = -1) -> tuple[int, str]:
         """Follow buf from pos: (where it stopped, why). It stops at the end of buf,
@@ -195,7 +197,7 @@ class Framing:
                 self.skip = 0
                 done += self._element_done()
                 continue
-            if self.line:                          # finish a line cut by the last buffer
+            if self.line:  # finish a line cut by the last buffer
                 if pos >= size:
                     return size, self.END
                 kind = self.line[0]
@@ -213,14 +215,14 @@ class Framing:
                     self.line = b""
                     done += self._element_done()
                     continue
-                head = self.line + buf[pos:pos + MAX_HEADER_LINE + 2]
+                head = self.line + buf[pos : pos + MAX_HEADER_LINE + 2]
                 end = head.find(b"\r\n")
                 if end < 0 and len(head) < MAX_HEADER_LINE + 2:
-                    self.line = head                      # still cut: buf is used up
+                    self.line = head  # still cut: buf is used up
                     return size, self.END
                 if end < 0 or end > MAX_HEADER_LINE:
                     return pos, self._bad_number(kind)
-                start = pos                               # (the header began before buf)
+                start = pos  # (the header began before buf)
                 pos += end + 2 - len(self.line)
                 self.line = b""
                 digits = head[1:end]
@@ -247,31 +249,40 @@ class Framing:
                         return pos, self._bad_number(kind)
                     self.line = buf[pos:]
                     return size, self.END
-                digits = buf[pos + 1:end]
+                digits = buf[pos + 1 : end]
                 start, pos = pos, end + 2
             number = header_number(digits)
-            if kind in AGGREGATE_TYPES:            # a request (nested ones were refused)
-                if number is None or number < -1 or number > self.max_count or (
-                        self.bulk_only and number < 1):
+            if kind in AGGREGATE_TYPES:  # a request (nested ones were refused)
+                if (
+                    number is None
+                    or number < -1
+                    or number > self.max_count
+                    or (self.bulk_only and number < 1)
+                ):
                     return start, "invalid multibulk length"
                 elements = number * 2 if kind in PAIR_TYPES else number
                 if elements > 0:
                     self.need = elements
                 else:
-                    done += 1                      # an empty or null array
+                    done += 1  # an empty or null array
                 continue
-            if number is None or number < -1 or number > self.max_bulk or (
-                    self.bulk_only and number < 0):
+            if (
+                number is None
+                or number < -1
+                or number > self.max_bulk
+                or (self.bulk_only and number < 0)
+            ):
                 return start, "invalid bulk length"
             if number < 0:
-                done += self._element_done()       # a null
+                done += self._element_done()  # a null
             else:
                 self.skip = number + 2
 
     def _type_problem(self, kind: int) -> str | None:
-        if self.need:                              # an element
-            if kind == DOLLAR or (kind in RESP_TYPES and kind not in AGGREGATE_TYPES
-                                  and not self.bulk_only):
+        if self.need:  # an element
+            if kind == DOLLAR or (
+                kind in RESP_TYPES and kind not in AGGREGATE_TYPES and not self.bulk_only
+            ):
                 return None
             return f"expected '$', got '{byte_name(kind)}'"
         if kind == STAR or (kind in RESP_TYPES and not self.bulk_only):
@@ -281,7 +292,7 @@ class Framing:
     def _element_done(self) -> int:
         """One more element is complete: 1 if that completed a request."""
         if not self.need:
-            return 1                               # a top-level reply that is no array
+            return 1  # a top-level reply that is no array
         self.need -= 1
         return 0 if self.need else 1
 
@@ -305,7 +316,7 @@ class Framing:
 # scan with a character class costs 20 times more per byte.
 _BIG_ARRAYS = [(bytes((c,)), re.compile(re.escape(bytes((c,))) + rb"\d{3}")) for c in b"*%|~>"]
 _ANY_ARRAYS = [(bytes((c,)), re.compile(re.escape(bytes((c,))) + rb"\d")) for c in b"*%|~>"]
-_CUT_ARRAY = re.compile(rb"[*%|~>]\d*\Z")      # a count cut by the end of the read
+_CUT_ARRAY = re.compile(rb"[*%|~>]\d*\Z")  # a count cut by the end of the read
 _CUT_BYTES = frozenset(b"*%|~>0123456789")
 # Small reads (pipelines of short requests, the hot path) are cheaper to fold into one
 # array byte and one digit and search with find: one C pass, little per-call overhead.
@@ -334,7 +345,7 @@ def next_array_header(buf: bytes, start: int, small_ok: bool) -> int:
     # Searching each pattern only before the earliest match so far is enough: a match
     # starts with a type byte, which cannot be a digit of an earlier one.
     for byte, pattern in _BIG_ARRAYS if small_ok else _ANY_ARRAYS:
-        first = buf.find(byte, start, end)      # a memchr: cheap when the byte is absent
+        first = buf.find(byte, start, end)  # a memchr: cheap when the byte is absent
         if first >= 0:
             match = pattern.search(buf, first, end)
             if match:
@@ -358,10 +369,10 @@ def feed_array_inside(reader: hiredis.Reader, buf: bytes, pos: int) -> int:
     if reader.has_data():
         return 0
     reader.feed(buf, pos, 1)
-    try:                                 # (hiredis reads at gets; nothing completes)
+    try:  # (hiredis reads at gets; nothing completes)
         reader.gets()
     except (hiredis.ProtocolError, ValueError, TypeError):
-        pass                             # (cannot happen: no CRLF was fed)
+        pass  # (cannot happen: no CRLF was fed)
     return 1 if reader.has_data() else NESTED
 
 
@@ -373,7 +384,7 @@ def count_problem(buf: bytes, pos: int, max_count: int) -> str | None:
         if len(buf) - pos < MAX_HEADER_LINE + 2:
             return CUT
     else:
-        number = header_number(buf[pos + 1:end])
+        number = header_number(buf[pos + 1 : end])
         if number is None or number <= max_count:
             return None
     return "invalid multibulk length"

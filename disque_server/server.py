@@ -66,8 +66,9 @@ class Stats:
             self.addjob_refused[code] = self.addjob_refused.get(code, 0) + 1
 
     def sample(self) -> None:
-        self.samples.append((time.monotonic(), self.commands_processed,
-                             self.net_input_bytes, self.net_output_bytes))
+        self.samples.append(
+            (time.monotonic(), self.commands_processed, self.net_input_bytes, self.net_output_bytes)
+        )
 
     def rate(self, index: int) -> float:
         if len(self.samples) < 2:
@@ -90,7 +91,7 @@ class Server:
         self.log = log
         self.loop: asyncio.AbstractEventLoop = asyncio.get_event_loop()
         self.start_time = time.time()
-        self.clock_s = self.start_time    # time.time() as of the last cron tick
+        self.clock_s = self.start_time  # time.time() as of the last cron tick
         self.run_id = os.urandom(20).hex()
         self.stats = Stats()
         self.clients: dict[Client, None] = {}
@@ -117,7 +118,7 @@ class Server:
         self.shutting_down = False
         self._last_second = 0
         self._cron_expected = 0.0
-        self.stats_max_stall_ms = 0        # worst event loop stall seen by the cron
+        self.stats_max_stall_ms = 0  # worst event loop stall seen by the cron
         self.collector = Collector()
         self.latency: dict[str, tuple[int, int, int]] = {}  # event -> (time, last, worst)
         self.aof = AOF(self)
@@ -135,14 +136,17 @@ class Server:
         await self.cluster.start_bus(hosts)
         if self.config["metrics-port"]:
             await metrics.start(self, hosts)
-        if self.config["unixsocket"]:   # before the port: once PING answers, it is there too
+        if self.config["unixsocket"]:  # before the port: once PING answers, it is there too
             await self.listen_unix(self.config["unixsocket"], int(self.config["unixsocketperm"], 8))
         await self.listen(hosts, self.config["port"])
         if self.config["tls-port"]:
             await self.listen(hosts, self.config["tls-port"], tls.server_context(self.config))
             self.log.notice("Accepting TLS connections on port %d", self.config["tls-port"])
-        self.log.notice("Ready to accept connections on port %d (cluster bus on port %d)",
-                        self.config["port"], self.cluster.bus_port)
+        self.log.notice(
+            "Ready to accept connections on port %d (cluster bus on port %d)",
+            self.config["port"],
+            self.cluster.bus_port,
+        )
         self.schedule_cron()
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
@@ -150,15 +154,21 @@ class Server:
             except (NotImplementedError, RuntimeError):
                 pass
 
-    async def listen(self, hosts: list[str | None], port: int,
-                     ssl_context: ssl.SSLContext | None = None) -> None:
+    async def listen(
+        self, hosts: list[str | None], port: int, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         for host in hosts:
             try:
                 srv = await self.loop.create_server(
-                    lambda: Client(self), host, port, backlog=self.config["tcp-backlog"],
-                    reuse_address=True, ssl=ssl_context)
+                    lambda: Client(self),
+                    host,
+                    port,
+                    backlog=self.config["tcp-backlog"],
+                    reuse_address=True,
+                    ssl=ssl_context,
+                )
             except OSError:
-                if host == "::1":   # no IPv6 loopback on this machine: fine
+                if host == "::1":  # no IPv6 loopback on this machine: fine
                     continue
                 raise
             self.servers.append(srv)
@@ -170,7 +180,8 @@ class Server:
             if os.path.exists(path) and not os.path.isdir(path):
                 os.unlink(path)
             self.unix_server = await self.loop.create_unix_server(
-                lambda: Client(self), path, backlog=self.config["tcp-backlog"])
+                lambda: Client(self), path, backlog=self.config["tcp-backlog"]
+            )
             if perm:
                 os.chmod(path, perm)
         except OSError as exc:
@@ -207,12 +218,14 @@ class Server:
         if bind:
             return bind
         if self.config["protected-mode"] and not self.config["requirepass"]:
-            self.log.warning("Protected mode: no 'bind' and no 'requirepass' are set, so the "
-                             "node listens on the loopback interface only. Set a password "
-                             "with 'requirepass' or addresses with 'bind' to accept remote "
-                             "clients.")
+            self.log.warning(
+                "Protected mode: no 'bind' and no 'requirepass' are set, so the "
+                "node listens on the loopback interface only. Set a password "
+                "with 'requirepass' or addresses with 'bind' to accept remote "
+                "clients."
+            )
             return ["127.0.0.1", "::1"] if socket.has_ipv6 else ["127.0.0.1"]
-        return [None]   # every interface
+        return [None]  # every interface
 
     async def serve_forever(self) -> int:
         await self.start()
@@ -229,7 +242,7 @@ class Server:
 
     def request_shutdown(self, exit_code: int = 0) -> None:
         self.exit_code = exit_code
-        self.shutting_down = True   # from now on no command runs: the state is final
+        self.shutting_down = True  # from now on no command runs: the state is final
         self.shutdown_event.set()
 
     async def stop(self) -> None:
@@ -277,7 +290,9 @@ class Server:
             client.reply(b"-NOAUTH Authentication required.\r\n")
             return
         if self.aof.last_write_error and cmd.write:
-            client.reply_error(f"MISCONF Errors writing to the AOF file: {self.aof.last_write_error}")
+            client.reply_error(
+                f"MISCONF Errors writing to the AOF file: {self.aof.last_write_error}"
+            )
             return
         if cmd.denyoom and self.memory.level >= FULL:
             client.reply(b"-OOM command not allowed when used memory > 'maxmemory'.\r\n")
@@ -289,11 +304,11 @@ class Server:
         t0 = perf_counter()
         try:
             cmd.handler(client, argv)
-        except Exception as exc:   # a bug must cost one reply, never the node
+        except Exception as exc:  # a bug must cost one reply, never the node
             self.log.warning("Error in command %s: %s\n%s", cmd.name, exc, traceback.format_exc())
             client.reply_error(f"ERR internal error while running '{cmd.name}': {exc}")
         elapsed = perf_counter() - t0
-        cmd.calls += 1             # (total_commands_processed is their sum)
+        cmd.calls += 1  # (total_commands_processed is their sum)
         cmd.usec += elapsed
         if elapsed >= self.slowlog_threshold_s:
             self.slowlog_add(argv, elapsed)
@@ -304,8 +319,10 @@ class Server:
 
     def feed_monitors(self, client: Client, argv: list[bytes]) -> None:
         now = time.time()
-        args = " ".join('"' + a.decode("latin-1").encode("unicode_escape").decode().replace('"', '\\"') + '"'
-                        for a in argv)
+        args = " ".join(
+            '"' + a.decode("latin-1").encode("unicode_escape").decode().replace('"', '\\"') + '"'
+            for a in argv
+        )
         line = f"+{now:.6f} [0 {client.addr}] {args}\r\n".encode()
         for mon in list(self.monitors):
             if mon is not client:
@@ -313,9 +330,15 @@ class Server:
                 mon.flush()
 
     def slowlog_add(self, argv: list[bytes], elapsed: float) -> None:
-        args = [a[:SLOWLOG_MAX_ARGLEN] + (b"... (%d more bytes)" % (len(a) - SLOWLOG_MAX_ARGLEN)
-                                          if len(a) > SLOWLOG_MAX_ARGLEN else b"")
-                for a in argv[:SLOWLOG_MAX_ARGS]]
+        args = [
+            a[:SLOWLOG_MAX_ARGLEN]
+            + (
+                b"... (%d more bytes)" % (len(a) - SLOWLOG_MAX_ARGLEN)
+                if len(a) > SLOWLOG_MAX_ARGLEN
+                else b""
+            )
+            for a in argv[:SLOWLOG_MAX_ARGS]
+        ]
         if len(argv) > SLOWLOG_MAX_ARGS:
             args[-1] = b"... (%d more arguments)" % (len(argv) - SLOWLOG_MAX_ARGS + 1)
         self.slowlog.appendleft((self.slowlog_next_id, int(time.time()), int(elapsed * 1e6), args))
@@ -391,7 +414,7 @@ class Server:
         elif name == "maxmemory":
             self.memory.refresh()
             self.memory.evict_if_needed()
-        elif name == "watchdog-period":   # armed now, not at the next tick
+        elif name == "watchdog-period":  # armed now, not at the next tick
             self.watchdog.tick(int(value), self.config["hz"], self.log.stream)  # type: ignore[call-overload]
         elif name == "appendonly":
             if value:
@@ -427,4 +450,3 @@ class Server:
                 client.reply(LEAVING_ERROR)
                 client.unblock()
                 client.flush()
-

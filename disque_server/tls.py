@@ -42,7 +42,7 @@ def bus_client_context(config: Config) -> ssl.SSLContext:
     _require(config)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.check_hostname = False     # nodes are addressed by IP; the CA is the identity
+    ctx.check_hostname = False  # nodes are addressed by IP; the CA is the identity
     ctx.load_cert_chain(config["tls-cert-file"], config["tls-key-file"])
     if not config["tls-ca-cert-file"]:
         raise ConfigError("tls-cluster needs tls-ca-cert-file")

@@ -26,7 +26,7 @@ class Watchdog:
         # Never shorter than two cron ticks, as Redis: a tick is not a stall.
         seconds = max(period_ms, 2 * 1000 // hz) / 1000
         try:
-            stream.write("")   # flushed and open: faulthandler writes to its fd
+            stream.write("")  # flushed and open: faulthandler writes to its fd
             faulthandler.dump_traceback_later(seconds, repeat=False, file=stream)
             self.armed = True
         except (ValueError, OSError, AttributeError):

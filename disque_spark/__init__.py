@@ -25,8 +25,7 @@ from disque_spark.source import SCHEMA, DisqueDataSource
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SCHEMA", "DisqueDataSource", "dedupe_snapshot", "read_snapshot", "register",
-           "session"]
+__all__ = ["SCHEMA", "DisqueDataSource", "dedupe_snapshot", "read_snapshot", "register", "session"]
 
 # Which copy of a job a deduplicated snapshot keeps: an ACK anywhere wins,
 # then the node that has it queued, then the active and wait-repl copies.
@@ -65,17 +64,20 @@ def dedupe_snapshot(df: DataFrame) -> DataFrame:
         rank = F.when(F.col("state") == state, F.lit(value)).otherwise(rank)
     by_id = Window.partitionBy("id")
     ordered = by_id.orderBy(F.col("_rank").desc(), F.col("node"))
-    out = (df.withColumn("_rank", rank)
-           .withColumn("_n", F.row_number().over(ordered))
-           .withColumn("nodes", F.array_sort(F.collect_set("node").over(by_id))))
+    out = (
+        df.withColumn("_rank", rank)
+        .withColumn("_n", F.row_number().over(ordered))
+        .withColumn("nodes", F.array_sort(F.collect_set("node").over(by_id)))
+    )
     for counter in ("nacks", "additional_deliveries"):
         if counter in df.columns:
             out = out.withColumn(counter, F.max(counter).over(by_id))
     return out.where(F.col("_n") == 1).drop("_rank", "_n")
 
 
-def session(master: str | None = None, app_name: str = "disque-spark",
-            conf: dict[str, str] | None = None) -> SparkSession:
+def session(
+    master: str | None = None, app_name: str = "disque-spark", conf: dict[str, str] | None = None
+) -> SparkSession:
     """A SparkSession with the ``disque`` format registered.
 
     ``master`` defaults to ``local[*]``. Python workers run the current
@@ -97,7 +99,7 @@ def session(master: str | None = None, app_name: str = "disque-spark",
     return spark
 
 
-SHIPPED_PACKAGES = ("disque_spark", "disque_common")   # disque_common: the TLS settings
+SHIPPED_PACKAGES = ("disque_spark", "disque_common")  # disque_common: the TLS settings
 
 
 def ship_package(spark: SparkSession) -> str:

@@ -22,12 +22,21 @@ DEFAULT_NODES = "127.0.0.1:7711"
 
 # Field names of SHOW / JSCAN REPLY ALL, and the column each one becomes.
 JOB_FIELDS = {
-    b"id": "id", b"queue": "queue", b"state": "state", b"repl": "repl", b"ttl": "ttl",
-    b"ctime": "ctime", b"delay": "delay", b"retry": "retry", b"nacks": "nacks",
+    b"id": "id",
+    b"queue": "queue",
+    b"state": "state",
+    b"repl": "repl",
+    b"ttl": "ttl",
+    b"ctime": "ctime",
+    b"delay": "delay",
+    b"retry": "retry",
+    b"nacks": "nacks",
     b"additional-deliveries": "additional_deliveries",
-    b"nodes-delivered": "nodes_delivered", b"nodes-confirmed": "nodes_confirmed",
+    b"nodes-delivered": "nodes_delivered",
+    b"nodes-confirmed": "nodes_confirmed",
     b"next-requeue-within": "next_requeue_within",
-    b"next-awake-within": "next_awake_within", b"body": "body",
+    b"next-awake-within": "next_awake_within",
+    b"body": "body",
 }
 
 
@@ -49,19 +58,27 @@ def parse_seeds(nodes: str | None) -> list[tuple[str, int]]:
         try:
             seeds.append((host, int(port)))
         except ValueError:
-            raise DisqueError(f"disque: bad node address {item!r} in option 'nodes' "
-                              "(expected host:port,host:port...)") from None
+            raise DisqueError(
+                f"disque: bad node address {item!r} in option 'nodes' "
+                "(expected host:port,host:port...)"
+            ) from None
     if not seeds:
         raise DisqueError("disque: option 'nodes' lists no node")
     return seeds
 
 
-def connect(host: str, port: int, password: str | None = None,
-            socket_timeout: float = 30.0, tls: TLS | None = None) -> redis.Redis:
+def connect(
+    host: str,
+    port: int,
+    password: str | None = None,
+    socket_timeout: float = 30.0,
+    tls: TLS | None = None,
+) -> redis.Redis:
     """A RESP2 client, authenticated if a password is given, over TLS if `tls` is
     given, that never retries (the callers choose another node instead)."""
-    return client.connect(host, port, password, socket_timeout=socket_timeout,
-                          connect_timeout=5.0, tls=tls)
+    return client.connect(
+        host, port, password, socket_timeout=socket_timeout, connect_timeout=5.0, tls=tls
+    )
 
 
 def hello_nodes(reply: Any, seed_host: str, seed_port: int | None = None) -> list[Node]:
@@ -79,13 +96,13 @@ def hello_nodes(reply: Any, seed_host: str, seed_port: int | None = None) -> lis
     nodes = []
     for node in hello.nodes:
         node = replace(node, host=node.host or seed_host)
-        nodes.append(replace(node, port=seed_port) if seed_port and node.id == hello.myid
-                     else node)
+        nodes.append(replace(node, port=seed_port) if seed_port and node.id == hello.myid else node)
     return nodes
 
 
-def discover(seeds: list[tuple[str, int]], password: str | None = None,
-             tls: TLS | None = None) -> list[Node]:
+def discover(
+    seeds: list[tuple[str, int]], password: str | None = None, tls: TLS | None = None
+) -> list[Node]:
     """Every node of the cluster, from the first seed (random order) that answers HELLO."""
     errors = []
     for host, port in random.sample(seeds, len(seeds)):
@@ -102,16 +119,22 @@ def describe(exc: BaseException) -> str:
     return handshake_failure(exc) or str(exc)
 
 
-def connect_best(seeds: list[tuple[str, int]], password: str | None = None,
-                 exclude: set[str] | frozenset[str] = frozenset(),
-                 socket_timeout: float = 30.0,
-                 tls: TLS | None = None) -> tuple[redis.Redis, Node]:
+def connect_best(
+    seeds: list[tuple[str, int]],
+    password: str | None = None,
+    exclude: set[str] | frozenset[str] = frozenset(),
+    socket_timeout: float = 30.0,
+    tls: TLS | None = None,
+) -> tuple[redis.Redis, Node]:
     """Connect to the best node HELLO offers (not one of `exclude`, ids or host:port).
 
     Leaving nodes (priority 100) are used only when nothing else answers.
     """
-    nodes = [n for n in by_priority(discover(seeds, password, tls))
-             if n.id not in exclude and n.addr not in exclude]
+    nodes = [
+        n
+        for n in by_priority(discover(seeds, password, tls))
+        if n.id not in exclude and n.addr not in exclude
+    ]
     errors = []
     for node in nodes:
         link = connect(node.host, node.port, password, socket_timeout, tls)
@@ -140,8 +163,12 @@ def job_from_pairs(flat: list[Any]) -> dict[str, Any]:
     return job
 
 
-def jscan_jobs(client: redis.Redis, count: int = 1000, queue: str | None = None,
-               states: list[str] | None = None) -> Iterator[dict[str, Any]]:
+def jscan_jobs(
+    client: redis.Redis,
+    count: int = 1000,
+    queue: str | None = None,
+    states: list[str] | None = None,
+) -> Iterator[dict[str, Any]]:
     """Every job of one node (JSCAN ... REPLY all), each once, as column dicts."""
     args: list[Any] = ["COUNT", count]
     if queue is not None:
@@ -156,7 +183,7 @@ def jscan_jobs(client: redis.Redis, count: int = 1000, queue: str | None = None,
         cursor, items = reply[0], reply[1]
         for flat in items:
             jid = flat[1] if len(flat) > 1 else None
-            if jid in seen:     # JSCAN may return an element twice
+            if jid in seen:  # JSCAN may return an element twice
                 continue
             seen.add(jid)
             yield job_from_pairs(flat)

@@ -21,14 +21,13 @@ from disque_spark.client import DisqueError
 
 def _opt(options: Any, name: str, default: str | None = None) -> str | None:
     value = options.get(name)
-    if value is None:   # options are case-insensitive in Spark; be so here too
+    if value is None:  # options are case-insensitive in Spark; be so here too
         lowered = name.lower()
         value = next((v for k, v in options.items() if k.lower() == lowered), None)
     return default if value is None or value == "" else str(value)
 
 
-def _opt_int(options: Any, name: str, default: int | None = None,
-             minimum: int = 0) -> int | None:
+def _opt_int(options: Any, name: str, default: int | None = None, minimum: int = 0) -> int | None:
     raw = _opt(options, name)
     if raw is None:
         return default
@@ -65,8 +64,9 @@ def _opt_tls(options: Any) -> TLS | None:
     implied = any(files) or insecure
     if not _opt_bool(options, "tls", default=implied):
         if implied:
-            raise DisqueError("disque: option 'tls' is false but tlsCaCert, tlsCert, tlsKey "
-                              "or tlsInsecure is set")
+            raise DisqueError(
+                "disque: option 'tls' is false but tlsCaCert, tlsCert, tlsKey or tlsInsecure is set"
+            )
         return None
     tls = TLS(*files, insecure=insecure)
     try:
@@ -74,4 +74,3 @@ def _opt_tls(options: Any) -> TLS | None:
     except TLSError as exc:
         raise DisqueError(f"disque: bad TLS options: {exc}") from None
     return tls
-

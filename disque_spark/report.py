@@ -36,14 +36,27 @@ if TYPE_CHECKING:
 
 DEFAULT_THRESHOLD = 3
 STATES = ("wait-repl", "active", "queued", "acked")
-SUMMARY_COLUMNS = ["queue", "jobs", "wait_repl", "active", "queued", "acked",
-                   "max_nacks", "max_additional_deliveries", "dead_letters"]
+SUMMARY_COLUMNS = [
+    "queue",
+    "jobs",
+    "wait_repl",
+    "active",
+    "queued",
+    "acked",
+    "max_nacks",
+    "max_additional_deliveries",
+    "dead_letters",
+]
 DEAD_COLUMNS = ["queue", "id", "state", "nacks", "additional_deliveries", "ttl", "nodes", "body"]
 
 
-def build_report(spark: SparkSession, nodes: str = DEFAULT_NODES, threshold: int =
-                 DEFAULT_THRESHOLD, password: str | None = None,
-                 queue: str | None = None) -> tuple[DataFrame, DataFrame]:
+def build_report(
+    spark: SparkSession,
+    nodes: str = DEFAULT_NODES,
+    threshold: int = DEFAULT_THRESHOLD,
+    password: str | None = None,
+    queue: str | None = None,
+) -> tuple[DataFrame, DataFrame]:
     """(summary, dead_letters) DataFrames for the cluster reachable from `nodes`."""
     from pyspark.sql import functions as F
 
@@ -53,31 +66,41 @@ def build_report(spark: SparkSession, nodes: str = DEFAULT_NODES, threshold: int
     if queue:
         options["queue"] = queue
     jobs = disque_spark.read_snapshot(spark, dedupe=True, **options).cache()
-    dead_cond = ((F.col("nacks") >= threshold)
-                 | (F.col("additional_deliveries") >= threshold))
-    summary = (jobs.groupBy("queue").agg(
-        F.count("*").alias("jobs"),
-        *[F.sum(F.when(F.col("state") == s, 1).otherwise(0)).cast("long")
-          .alias(s.replace("-", "_")) for s in STATES],
-        F.max("nacks").alias("max_nacks"),
-        F.max("additional_deliveries").alias("max_additional_deliveries"),
-        F.sum(F.when(dead_cond, 1).otherwise(0)).cast("long").alias("dead_letters"),
-    ).orderBy("queue").select(*SUMMARY_COLUMNS))
-    dead = (jobs.where(dead_cond)
-            .withColumn("body", F.col("body").cast("string"))
-            .select(*DEAD_COLUMNS)
-            .orderBy(F.col("nacks").desc(), F.col("additional_deliveries").desc(), "id"))
+    dead_cond = (F.col("nacks") >= threshold) | (F.col("additional_deliveries") >= threshold)
+    summary = (
+        jobs.groupBy("queue")
+        .agg(
+            F.count("*").alias("jobs"),
+            *[
+                F.sum(F.when(F.col("state") == s, 1).otherwise(0))
+                .cast("long")
+                .alias(s.replace("-", "_"))
+                for s in STATES
+            ],
+            F.max("nacks").alias("max_nacks"),
+            F.max("additional_deliveries").alias("max_additional_deliveries"),
+            F.sum(F.when(dead_cond, 1).otherwise(0)).cast("long").alias("dead_letters"),
+        )
+        .orderBy("queue")
+        .select(*SUMMARY_COLUMNS)
+    )
+    dead = (
+        jobs.where(dead_cond)
+        .withColumn("body", F.col("body").cast("string"))
+        .select(*DEAD_COLUMNS)
+        .orderBy(F.col("nacks").desc(), F.col("additional_deliveries").desc(), "id")
+    )
     return summary, dead
 
 
-def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]],
-                 max_width: int = 48) -> str:
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], max_width: int = 48) -> str:
     """A plain fixed-width text table."""
+
     def cell(value: Any) -> str:
         if isinstance(value, list):
             value = ",".join(str(v)[:8] for v in value)
         text = "" if value is None else str(value)
-        return text if len(text) <= max_width else text[:max_width - 3] + "..."
+        return text if len(text) <= max_width else text[: max_width - 3] + "..."
 
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
@@ -90,10 +113,15 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]],
     return "\n".join(out)
 
 
-def run_report(spark: SparkSession, nodes: str = DEFAULT_NODES, out: str | Path =
-               "disque-report", threshold: int = DEFAULT_THRESHOLD,
-               password: str | None = None, queue: str | None = None,
-               show: int = 20) -> dict[str, Any]:
+def run_report(
+    spark: SparkSession,
+    nodes: str = DEFAULT_NODES,
+    out: str | Path = "disque-report",
+    threshold: int = DEFAULT_THRESHOLD,
+    password: str | None = None,
+    queue: str | None = None,
+    show: int = 20,
+) -> dict[str, Any]:
     """Build the report, write it as Parquet under `out`, print it; return what was found."""
     summary, dead = build_report(spark, nodes, threshold, password, queue)
     out = Path(out)
@@ -102,8 +130,10 @@ def run_report(spark: SparkSession, nodes: str = DEFAULT_NODES, out: str | Path 
     summary_rows = summary.collect()
     dead_count = dead.count()
     dead_rows = dead.limit(show).collect()
-    print(f"Disque report ({nodes}): {sum(r['jobs'] for r in summary_rows)} jobs "
-          f"in {len(summary_rows)} queues")
+    print(
+        f"Disque report ({nodes}): {sum(r['jobs'] for r in summary_rows)} jobs "
+        f"in {len(summary_rows)} queues"
+    )
     print(format_table(SUMMARY_COLUMNS, [[r[c] for c in SUMMARY_COLUMNS] for r in summary_rows]))
     print(f"Dead letters (nacks or additional deliveries >= {threshold}): {dead_count}")
     if dead_rows:
@@ -126,18 +156,28 @@ def error_summary(exc: BaseException) -> str:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m disque_spark.report",
-        description="Per-queue report and dead letters of a Disque cluster, with Spark.")
-    parser.add_argument("--nodes", default=DEFAULT_NODES,
-                        help=f"comma-separated host:port seed nodes (default {DEFAULT_NODES})")
+        description="Per-queue report and dead letters of a Disque cluster, with Spark.",
+    )
+    parser.add_argument(
+        "--nodes",
+        default=DEFAULT_NODES,
+        help=f"comma-separated host:port seed nodes (default {DEFAULT_NODES})",
+    )
     parser.add_argument("--password", default=None, help="Disque requirepass")
     parser.add_argument("--queue", default=None, help="report only this queue (comma list)")
-    parser.add_argument("--out", default="disque-report",
-                        help="output directory for the Parquet files (default ./disque-report)")
-    parser.add_argument("--threshold", type=int, default=DEFAULT_THRESHOLD,
-                        help="a job is a dead letter when its nacks or additional "
-                             f"deliveries reach this (default {DEFAULT_THRESHOLD})")
-    parser.add_argument("--master", default=None,
-                        help="Spark master URL (default local[*])")
+    parser.add_argument(
+        "--out",
+        default="disque-report",
+        help="output directory for the Parquet files (default ./disque-report)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=int,
+        default=DEFAULT_THRESHOLD,
+        help="a job is a dead letter when its nacks or additional "
+        f"deliveries reach this (default {DEFAULT_THRESHOLD})",
+    )
+    parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     parser.add_argument("--show", type=int, default=20, help="dead letters to print")
     return parser.parse_args(argv)
 
@@ -147,8 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = disque_spark.session(args.master, app_name="disque-report")
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        run_report(spark, args.nodes, args.out, args.threshold, args.password, args.queue,
-                   args.show)
+        run_report(
+            spark, args.nodes, args.out, args.threshold, args.password, args.queue, args.show
+        )
     except Exception as exc:
         print(f"error: {error_summary(exc)}", file=sys.stderr)
         return 1

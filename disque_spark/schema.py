@@ -21,21 +21,23 @@ from pyspark.sql.types import (
 
 from disque_spark.client import DisqueError
 
-SCHEMA = StructType([
-    StructField("id", StringType(), False),
-    StructField("queue", StringType(), True),
-    StructField("state", StringType(), True),
-    StructField("repl", IntegerType(), True),
-    StructField("ttl", IntegerType(), True),
-    StructField("ctime", LongType(), True),
-    StructField("delay", IntegerType(), True),
-    StructField("retry", IntegerType(), True),
-    StructField("nacks", IntegerType(), True),
-    StructField("additional_deliveries", IntegerType(), True),
-    StructField("nodes_delivered", ArrayType(StringType()), True),
-    StructField("body", BinaryType(), True),
-    StructField("node", StringType(), True),
-])
+SCHEMA = StructType(
+    [
+        StructField("id", StringType(), False),
+        StructField("queue", StringType(), True),
+        StructField("state", StringType(), True),
+        StructField("repl", IntegerType(), True),
+        StructField("ttl", IntegerType(), True),
+        StructField("ctime", LongType(), True),
+        StructField("delay", IntegerType(), True),
+        StructField("retry", IntegerType(), True),
+        StructField("nacks", IntegerType(), True),
+        StructField("additional_deliveries", IntegerType(), True),
+        StructField("nodes_delivered", ArrayType(StringType()), True),
+        StructField("body", BinaryType(), True),
+        StructField("node", StringType(), True),
+    ]
+)
 
 # Columns a user-given schema may also ask for (JSCAN REPLY all has them).
 EXTRA_COLUMNS = {
@@ -56,14 +58,16 @@ class RowBuilder:
     def __init__(self, schema: StructType) -> None:
         unknown = [f.name for f in schema.fields if f.name not in KNOWN_COLUMNS]
         if unknown:
-            raise DisqueError(f"disque: unknown column(s) {unknown} in the schema; "
-                              f"known columns: {sorted(KNOWN_COLUMNS)}")
+            raise DisqueError(
+                f"disque: unknown column(s) {unknown} in the schema; "
+                f"known columns: {sorted(KNOWN_COLUMNS)}"
+            )
         self.names = [f.name for f in schema.fields]
-        self.body_as_text = any(f.name == "body" and isinstance(f.dataType, StringType)
-                                for f in schema.fields)
+        self.body_as_text = any(
+            f.name == "body" and isinstance(f.dataType, StringType) for f in schema.fields
+        )
 
     def __call__(self, job: dict[str, Any]) -> tuple:
         if self.body_as_text and isinstance(job.get("body"), bytes):
             job = {**job, "body": job["body"].decode("utf-8", "replace")}
         return tuple(job.get(name) for name in self.names)
-

@@ -60,8 +60,10 @@ class DisqueSnapshotReader(DataSourceReader):
         self.states = [s.lower() for s in _opt_list(options, "state")]
         bad = [s for s in self.states if s not in ("wait-repl", "active", "queued", "acked")]
         if bad:
-            raise DisqueError(f"disque: unknown job state(s) {bad} in option 'state'; "
-                              "use wait-repl, active, queued, acked")
+            raise DisqueError(
+                f"disque: unknown job state(s) {bad} in option 'state'; "
+                "use wait-repl, active, queued, acked"
+            )
         self.scan_count = _opt_int(options, "scanCount", 1000, minimum=1)
         self.skip_unreachable = _opt_bool(options, "skipUnreachable")
 
@@ -77,16 +79,18 @@ class DisqueSnapshotReader(DataSourceReader):
                 client.ping()
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 if self.skip_unreachable:
-                    log.warning("disque: skipping unreachable node %s (%s)", node.addr,
-                                describe(exc))
+                    log.warning(
+                        "disque: skipping unreachable node %s (%s)", node.addr, describe(exc)
+                    )
                     return
-                raise DisqueError(f"disque: cannot scan node {node.id} at {node.addr}: "
-                                  f"{describe(exc)} "
-                                  "(option skipUnreachable=true reads the other nodes)") from None
+                raise DisqueError(
+                    f"disque: cannot scan node {node.id} at {node.addr}: "
+                    f"{describe(exc)} "
+                    "(option skipUnreachable=true reads the other nodes)"
+                ) from None
             for queue in self.queues or [None]:
                 for job in jscan_jobs(client, self.scan_count, queue, self.states):
                     job["node"] = node.id
                     yield self.build(job)
         finally:
             client.close()
-

@@ -67,8 +67,9 @@ class DisqueDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:
-            raise DisqueError("disque: only mode('append') is supported: a job queue "
-                              "cannot be overwritten")
+            raise DisqueError(
+                "disque: only mode('append') is supported: a job queue cannot be overwritten"
+            )
         return DisqueWriter(schema, dict(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:

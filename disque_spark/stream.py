@@ -104,6 +104,7 @@ except ImportError:  # pragma: no cover - Spark 4.0 / 4.1
     ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
 try:  # Spark >= 4.2: Trigger.AvailableNow for Python sources
     from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
     AVAILABLE_NOW_BASES: tuple[type, ...] = (SupportsTriggerAvailableNow,)
 except ImportError:  # pragma: no cover - Spark 4.0 / 4.1: Spark runs a single batch instead
     AVAILABLE_NOW_BASES = ()
@@ -158,8 +159,9 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         self.build = RowBuilder(schema)
         self.queues = _opt_list(options, "queue")
         if not self.queues:
-            raise DisqueError("disque: a streaming read needs option 'queue' "
-                              "(comma-separated queue names)")
+            raise DisqueError(
+                "disque: a streaming read needs option 'queue' (comma-separated queue names)"
+            )
         self.seeds = parse_seeds(_opt(options, "nodes"))
         self.password = _opt(options, "password")
         self.tls = _opt_tls(options)
@@ -178,16 +180,23 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         self._ever_connected = False
         self._target: AvailableNowTarget | None = None
         self._warned_all_available = False
-        self._busy = False              # a call is using the connections
-        self._terminating = False       # SIGTERM came during that call
+        self._busy = False  # a call is using the connections
+        self._terminating = False  # SIGTERM came during that call
         self._sigterm_installed = False
         self._prev_sigterm: Any = None
 
     # The reader is pickled into the read function sent to executors: no sockets.
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(pending=[], _nodes=[], _clients={}, _refresh_at=0.0, _target=None,
-                     _sigterm_installed=False, _prev_sigterm=None)
+        state.update(
+            pending=[],
+            _nodes=[],
+            _clients={},
+            _refresh_at=0.0,
+            _target=None,
+            _sigterm_installed=False,
+            _prev_sigterm=None,
+        )
         return state
 
     # -- offsets ------------------------------------------------------------
@@ -210,8 +219,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             for node in self._live_nodes():
                 counts.update(self._qlen(node))
             self._target = AvailableNowTarget(counts)
-        log.info("disque: Trigger.AvailableNow: %d jobs queued at start",
-                 self._target.total)
+        log.info("disque: Trigger.AvailableNow: %d jobs queued at start", self._target.total)
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict[str, Any]:
         """Fetch the next jobs (driver side) and name them with a new offset.
@@ -230,26 +238,32 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                 # only when it plans batch N+1, so plan an empty one.
                 self.seq += 1
             elif start is not None:
-                return start     # no new data: under AvailableNow, the query ends here
+                return start  # no new data: under AvailableNow, the query ends here
             return self._offset()
 
     def _jobs_wanted(self, limit: Any) -> int:
         """How many jobs the next micro-batch may hold, from Spark's ReadLimit."""
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             return max(1, limit.max_rows)
-        if (ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable)
-                and self._target is None and not self._warned_all_available):
+        if (
+            ReadAllAvailable is not None
+            and isinstance(limit, ReadAllAvailable)
+            and self._target is None
+            and not self._warned_all_available
+        ):
             self._warned_all_available = True
-            log.warning("disque: Spark asks for all available jobs (Trigger.Once?). A "
-                        "single-batch query never acknowledges its jobs (Spark commits a "
-                        "batch when it plans the next one): they are NACKed when it stops. "
-                        "Use trigger(availableNow=True). Reading up to %d jobs.",
-                        self.max_per_trigger)
+            log.warning(
+                "disque: Spark asks for all available jobs (Trigger.Once?). A "
+                "single-batch query never acknowledges its jobs (Spark commits a "
+                "batch when it plans the next one): they are NACKed when it stops. "
+                "Use trigger(availableNow=True). Reading up to %d jobs.",
+                self.max_per_trigger,
+            )
         return self.max_per_trigger
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         if not end or end.get("run") != self.run:
-            return []   # a batch of a previous driver: its jobs come back via NACK or RETRY
+            return []  # a batch of a previous driver: its jobs come back via NACK or RETRY
         low = start.get("seq", 0) if start and start.get("run") == self.run else 0
         high = end.get("seq", 0)
         jobs = [job for seq, batch in self.pending if low < seq <= high for job in batch]
@@ -257,7 +271,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             return []
         n = min(self.num_partitions, len(jobs))
         size = -(-len(jobs) // n)
-        return [JobsPartition(jobs[i:i + size]) for i in range(0, len(jobs), size)]
+        return [JobsPartition(jobs[i : i + size]) for i in range(0, len(jobs), size)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         for job in partition.jobs:  # type: ignore[attr-defined]
@@ -312,14 +326,14 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         """stop(), then end the process as SIGTERM would have (previous handler back)."""
         self._terminating = False
         self.stop()
-        if not self._sigterm_installed:    # else this handler would run again, forever
+        if not self._sigterm_installed:  # else this handler would run again, forever
             os.kill(os.getpid(), signal.SIGTERM)
 
     def _restore_sigterm(self) -> None:
         if not self._sigterm_installed:
             return
         previous = self._prev_sigterm if self._prev_sigterm is not None else signal.SIG_DFL
-        with contextlib.suppress(ValueError):   # not the main thread: left installed
+        with contextlib.suppress(ValueError):  # not the main thread: left installed
             signal.signal(signal.SIGTERM, previous)
             self._sigterm_installed = False
 
@@ -336,7 +350,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
 
     def _nack_pending(self) -> None:
         jobs = [job for _, batch in self.pending for job in batch]
-        self.pending = []    # whatever happens now, never send them twice
+        self.pending = []  # whatever happens now, never send them twice
         if not jobs:
             return
         queued = 0
@@ -345,9 +359,12 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                 queued += self._on_owner(nid, "NACK", ids)
             except DisqueError as exc:
                 log.warning("%s", exc)
-        log.info("disque: stream stopped: %d of %d uncommitted jobs queued again (NACK); "
-                 "the others were already re-queued, or come back after their RETRY time",
-                 queued, len(jobs))
+        log.info(
+            "disque: stream stopped: %d of %d uncommitted jobs queued again (NACK); "
+            "the others were already re-queued, or come back after their RETRY time",
+            queued,
+            len(jobs),
+        )
 
     # -- talking to the cluster ---------------------------------------------
     def _client(self, node: Node) -> redis.Redis:
@@ -378,8 +395,11 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                 return []
             self._ever_connected = True
             # Healthy nodes first choice; failing (10) or leaving (100) ones as a last resort.
-            self._nodes = ([n for n in nodes if n.priority < PRIORITY_FAILING]
-                           or [n for n in nodes if n.priority < PRIORITY_LEAVING] or nodes)
+            self._nodes = (
+                [n for n in nodes if n.priority < PRIORITY_FAILING]
+                or [n for n in nodes if n.priority < PRIORITY_LEAVING]
+                or nodes
+            )
             self._refresh_at = time.monotonic() + NODE_REFRESH_SECONDS
             for nid in set(self._clients) - {n.id for n in self._nodes}:
                 with contextlib.suppress(Exception):
@@ -394,23 +414,29 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                 pipe.execute_command("QLEN", queue)
             lengths = pipe.execute()
         except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-            log.warning("disque: QLEN on %s failed (%s); its jobs are left out of this "
-                        "AvailableNow run", node.addr, describe(exc))
+            log.warning(
+                "disque: QLEN on %s failed (%s); its jobs are left out of this AvailableNow run",
+                node.addr,
+                describe(exc),
+            )
             self._drop(node)
             return {}
         except redis.ResponseError as exc:
             raise DisqueError(f"disque: QLEN on {node.addr} failed: {exc}") from None
         return {(node.id, q): int(n) for q, n in zip(self.queues, lengths, strict=True)}
 
-    def _getjob(self, node: Node, count: int, mode: list[Any],
-                queues: list[str]) -> list[dict[str, Any]] | None:
+    def _getjob(
+        self, node: Node, count: int, mode: list[Any], queues: list[str]
+    ) -> list[dict[str, Any]] | None:
         """One GETJOB on one node; None when the node failed or is leaving (dropped)."""
         try:
             reply = self._client(node).execute_command(
-                "GETJOB", *mode, "COUNT", count, "WITHCOUNTERS", "FROM", *queues)
+                "GETJOB", *mode, "COUNT", count, "WITHCOUNTERS", "FROM", *queues
+            )
         except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-            log.warning("disque: GETJOB on %s failed (%s); dropping the node", node.addr,
-                        describe(exc))
+            log.warning(
+                "disque: GETJOB on %s failed (%s); dropping the node", node.addr, describe(exc)
+            )
             self._drop(node)
             return None
         except redis.ResponseError as exc:
@@ -418,15 +444,18 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                 self._drop(node)
                 return None
             raise DisqueError(f"disque: GETJOB on {node.addr} failed: {exc}") from None
-        return [{
-            "queue": item[0].decode("utf-8", "replace"),
-            "id": item[1].decode(),
-            "body": item[2],
-            "nacks": item[4] if len(item) > 4 else None,
-            "additional_deliveries": item[6] if len(item) > 6 else None,
-            "state": "active",
-            "node": node.id,
-        } for item in reply or ()]
+        return [
+            {
+                "queue": item[0].decode("utf-8", "replace"),
+                "id": item[1].decode(),
+                "body": item[2],
+                "nacks": item[4] if len(item) > 4 else None,
+                "additional_deliveries": item[6] if len(item) > 6 else None,
+                "state": "active",
+                "node": node.id,
+            }
+            for item in reply or ()
+        ]
 
     def _fetch(self, count: int) -> list[dict[str, Any]]:
         """Up to `count` jobs: rounds of GETJOB NOHANG over every node while a queue
@@ -442,8 +471,12 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             nodes = self._live_nodes()
             if nodes:
                 best = by_priority(nodes)[0]
-                jobs = self._getjob(best, min(count, self.batch_size),
-                                    ["TIMEOUT", self.timeout_ms], self.queues) or []
+                jobs = (
+                    self._getjob(
+                        best, min(count, self.batch_size), ["TIMEOUT", self.timeout_ms], self.queues
+                    )
+                    or []
+                )
         return jobs
 
     def _nohang_round(self, count: int) -> tuple[list[dict[str, Any]], bool]:
@@ -455,14 +488,14 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         if not nodes:
             return jobs, more
         self._rotation = (self._rotation + 1) % len(nodes)
-        for node in nodes[self._rotation:] + nodes[:self._rotation]:
+        for node in nodes[self._rotation :] + nodes[: self._rotation]:
             for queues, cap in self._asks(node):
                 if len(jobs) >= count:
                     return jobs, True
                 want = min(cap, count - len(jobs))
                 got = self._getjob(node, want, ["NOHANG"], queues)
                 if got is None:
-                    break       # node dropped: its other queues too
+                    break  # node dropped: its other queues too
                 if self._target is not None:
                     self._target.took(node.id, queues[0], want, len(got))
                 more = more or len(got) == want
@@ -474,8 +507,9 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         under AvailableNow each queue for what it still owes the target."""
         if self._target is None:
             return [(self.queues, self.batch_size)]
-        return [([queue], min(left, self.batch_size))
-                for queue, left in self._target.on_node(node.id)]
+        return [
+            ([queue], min(left, self.batch_size)) for queue, left in self._target.on_node(node.id)
+        ]
 
     def _ack(self, jobs: list[dict[str, Any]]) -> None:
         for nid, ids in self._ids_by_node(jobs):
@@ -489,7 +523,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             by_node.setdefault(job["node"], []).append(job["id"])
         for nid, ids in by_node.items():
             for i in range(0, len(ids), ACK_CHUNK):
-                yield nid, ids[i:i + ACK_CHUNK]
+                yield nid, ids[i : i + ACK_CHUNK]
 
     def _on_owner(self, nid: str, command: str, ids: list[str]) -> int:
         """ACKJOB or NACK on the node that delivered the jobs, else on any other node
@@ -498,14 +532,15 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         for node in self._nodes_for(nid):
             try:
                 return int(self._client(node).execute_command(command, *ids))
-            except (redis.ConnectionError, redis.TimeoutError, OSError,
-                    redis.ResponseError) as exc:
+            except (redis.ConnectionError, redis.TimeoutError, OSError, redis.ResponseError) as exc:
                 errors.append(f"{node.addr}: {describe(exc)}")
                 if not isinstance(exc, redis.ResponseError):
                     self._drop(node)
-        raise DisqueError(f"disque: {command} of {len(ids)} jobs failed on every node ("
-                          + ("; ".join(errors) or "none reachable")
-                          + "); Disque will deliver them again after their RETRY time")
+        raise DisqueError(
+            f"disque: {command} of {len(ids)} jobs failed on every node ("
+            + ("; ".join(errors) or "none reachable")
+            + "); Disque will deliver them again after their RETRY time"
+        )
 
     def _nodes_for(self, nid: str) -> list[Node]:
         try:

@@ -65,8 +65,10 @@ class DisqueWriter(DataSourceWriter):
         if "body" not in fields:
             raise DisqueError("disque: the DataFrame needs a 'body' column (string or binary)")
         if not isinstance(fields["body"], StringType | BinaryType):
-            raise DisqueError(f"disque: column 'body' must be string or binary, "
-                              f"not {fields['body'].simpleString()}")
+            raise DisqueError(
+                f"disque: column 'body' must be string or binary, "
+                f"not {fields['body'].simpleString()}"
+            )
         self.has_queue_column = "queue" in fields
         if self.has_queue_column and not isinstance(fields["queue"], StringType):
             raise DisqueError("disque: column 'queue' must be a string")
@@ -98,11 +100,14 @@ class DisqueWriter(DataSourceWriter):
                 if queue is None:
                     raise DisqueError(
                         f"disque: ADDJOB failed after {session.added} rows were added: "
-                        "a row has a null 'queue' and no option 'queue' is set")
+                        "a row has a null 'queue' and no option 'queue' is set"
+                    )
                 body = row["body"]
                 if body is None:
-                    raise DisqueError(f"disque: ADDJOB failed after {session.added} rows "
-                                      "were added: a row has a null 'body'")
+                    raise DisqueError(
+                        f"disque: ADDJOB failed after {session.added} rows "
+                        "were added: a row has a null 'body'"
+                    )
                 batch.append((queue, _as_bytes(body, "column 'body'")))
                 if len(batch) >= self.batch_size:
                     session.send(batch)
@@ -120,8 +125,11 @@ class DisqueWriter(DataSourceWriter):
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         # Jobs are visible as soon as ADDJOB returns: there is nothing to roll back.
         total = sum(m.added for m in messages if isinstance(m, DisqueCommitMessage))
-        log.warning("disque: write aborted; jobs already added stay in Disque (%d by the "
-                    "tasks that finished, the failed task's error tells its own count)", total)
+        log.warning(
+            "disque: write aborted; jobs already added stay in Disque (%d by the "
+            "tasks that finished, the failed task's error tells its own count)",
+            total,
+        )
 
 
 class _AddjobSession:
@@ -143,8 +151,9 @@ class _AddjobSession:
         self.close()
         socket_timeout = max(30.0, self.w.timeout_ms / 1000 + 10)
         try:
-            self.client, self.node = connect_best(self.w.seeds, self.w.password, self.excluded,
-                                                  socket_timeout, self.w.tls)
+            self.client, self.node = connect_best(
+                self.w.seeds, self.w.password, self.excluded, socket_timeout, self.w.tls
+            )
         except DisqueError as exc:
             raise self._fail(str(exc).removeprefix("disque: ")) from None
 
@@ -157,14 +166,17 @@ class _AddjobSession:
             assert self.client is not None and self.node is not None
             pipe = self.client.pipeline(transaction=False)
             for queue, body in pending:
-                pipe.execute_command("ADDJOB", queue, body, self.w.timeout_ms,
-                                     *self.w.addjob_options)
+                pipe.execute_command(
+                    "ADDJOB", queue, body, self.w.timeout_ms, *self.w.addjob_options
+                )
             try:
                 replies = pipe.execute(raise_on_error=False)
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-                raise self._fail(f"connection to node {self.node.addr} lost ({exc}); up to "
-                                 f"{len(pending)} more rows sent in the last batch may have "
-                                 "been added too") from None
+                raise self._fail(
+                    f"connection to node {self.node.addr} lost ({exc}); up to "
+                    f"{len(pending)} more rows sent in the last batch may have "
+                    "been added too"
+                ) from None
             leaving: list[tuple[str, bytes]] = []
             first_error, failed = None, 0
             for item, reply in zip(pending, replies, strict=True):
@@ -192,4 +204,3 @@ class _AddjobSession:
             with contextlib.suppress(Exception):
                 self.client.close()
             self.client = None
-

@@ -46,8 +46,7 @@ class SnapshotSource(Protocol):
     async def set_leaving(self, node_id: str, leaving: bool) -> str: ...
 
 
-PAUSE_CHOICES = [("in", "in", "i"), ("out", "out", "o"), ("all", "all", "a"),
-                 ("none", "none", "n")]
+PAUSE_CHOICES = [("in", "in", "i"), ("out", "out", "o"), ("all", "all", "a"), ("none", "none", "n")]
 
 
 def status_line(snapshot: ClusterSnapshot | None, seed: str) -> Text:
@@ -95,8 +94,9 @@ class DisqueTUI(App):
     class SnapshotReady(Message):
         """The source has a new snapshot (posted from the poller thread)."""
 
-    def __init__(self, source: SnapshotSource, seed: str = "",
-                 screenshot_dir: str | None = None, **kwargs) -> None:
+    def __init__(
+        self, source: SnapshotSource, seed: str = "", screenshot_dir: str | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.source = source
         self.seed = seed
@@ -175,8 +175,9 @@ class DisqueTUI(App):
         self.snapshot = snapshot
         self.snapshots_seen += 1
         # fixed-size line: no need to lay the screen out again
-        self.main_screen.query_one("#status", Label).update(status_line(snapshot, self.seed),
-                                                            layout=False)
+        self.main_screen.query_one("#status", Label).update(
+            status_line(snapshot, self.seed), layout=False
+        )
         self._render_active()
         for screen in self.screen_stack[1:]:
             show = getattr(screen, "show_snapshot", None)
@@ -244,8 +245,11 @@ class DisqueTUI(App):
         self.push_screen(QueueDetailScreen(name))
 
     def action_pause_queue(self) -> None:
-        queue = (self.queues_view.selected_queue() if self.active_tab == "queues"
-                 else self.incident_view.selected_queue())
+        queue = (
+            self.queues_view.selected_queue()
+            if self.active_tab == "queues"
+            else self.incident_view.selected_queue()
+        )
         if queue is None:
             self.notify("no queue selected", severity="warning")
             return
@@ -253,13 +257,16 @@ class DisqueTUI(App):
 
     def confirm_pause(self, name: str, current: str = "none") -> None:
         q = escape(name)
-        question = (f"Queue [b]{q}[/b] is paused: [b]{current}[/b].\n"
-                    f"Pause it in (no ADDJOB), out (no GETJOB), all, or none (resume)\n"
-                    f"on every node: PAUSE {q} <state> BCAST")
+        question = (
+            f"Queue [b]{q}[/b] is paused: [b]{current}[/b].\n"
+            f"Pause it in (no ADDJOB), out (no GETJOB), all, or none (resume)\n"
+            f"on every node: PAUSE {q} <state> BCAST"
+        )
 
         def done(state: str | None) -> None:
             if state:
                 self.run_worker(self._pause(name, state), group="action")
+
         self.push_screen(ConfirmScreen("Pause queue", question, PAUSE_CHOICES), done)
 
     async def _pause(self, name: str, state: str) -> None:
@@ -280,16 +287,23 @@ class DisqueTUI(App):
 
     def confirm_leaving(self, node_id: str, address: str, leaving: bool) -> None:
         verb = "leaving" if leaving else "not leaving"
-        explain = ("It will stop accepting jobs and hand its jobs to other nodes."
-                   if leaving else "It will accept jobs again.")
-        question = (f"Mark node [b]{node_id[:8]}[/b] ({address}) as [b]{verb}[/b]?\n{explain}\n"
-                    f"(CLUSTER LEAVING {'yes' if leaving else 'no'})")
+        explain = (
+            "It will stop accepting jobs and hand its jobs to other nodes."
+            if leaving
+            else "It will accept jobs again."
+        )
+        question = (
+            f"Mark node [b]{node_id[:8]}[/b] ({address}) as [b]{verb}[/b]?\n{explain}\n"
+            f"(CLUSTER LEAVING {'yes' if leaving else 'no'})"
+        )
 
         def done(answer: str | None) -> None:
             if answer == "yes":
                 self.run_worker(self._set_leaving(node_id, leaving), group="action")
-        self.push_screen(ConfirmScreen("Cluster leaving", question,
-                                       [("yes", f"Mark {verb}", "y")]), done)
+
+        self.push_screen(
+            ConfirmScreen("Cluster leaving", question, [("yes", f"Mark {verb}", "y")]), done
+        )
 
     async def _set_leaving(self, node_id: str, leaving: bool) -> None:
         try:
@@ -301,8 +315,9 @@ class DisqueTUI(App):
         self.source.refresh_now()
 
     # ---- screenshots ----------------------------------------------------------------
-    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
-                           time_format: str | None = None) -> str | None:
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
         """The palette's Screenshot: an SVG in --screenshot-dir (default: the current
         directory), saved at once; the notice says where, or why not."""
         directory = Path(path or self.screenshot_dir or ".").expanduser()
@@ -310,20 +325,27 @@ class DisqueTUI(App):
             saved = self.save_screenshot(filename, str(directory), time_format)
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            self.notify(f"Screenshot not saved in {directory.resolve()}: {reason}",
-                        title="Screenshot", severity="error", timeout=10)
+            self.notify(
+                f"Screenshot not saved in {directory.resolve()}: {reason}",
+                title="Screenshot",
+                severity="error",
+                timeout=10,
+            )
             return None
-        self.notify(f"Screenshot saved to {Path(saved).resolve()}", title="Screenshot",
-                    timeout=10)
+        self.notify(f"Screenshot saved to {Path(saved).resolve()}", title="Screenshot", timeout=10)
         return saved
 
     # ---- command palette ----------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Overview", "Show the problems, the nodes and the queues that "
-                            "matter", lambda: self.action_show_tab("overview"))
-        yield SystemCommand("Queues", "Show the queues panel",
-                            lambda: self.action_show_tab("queues"))
+        yield SystemCommand(
+            "Overview",
+            "Show the problems, the nodes and the queues that matter",
+            lambda: self.action_show_tab("overview"),
+        )
+        yield SystemCommand(
+            "Queues", "Show the queues panel", lambda: self.action_show_tab("queues")
+        )
         yield SystemCommand("Refresh", "Poll every node now", self.action_refresh)
         yield SystemCommand("Help", "Show the key bindings", self.action_help)
         snapshot = self.snapshot
@@ -333,10 +355,18 @@ class DisqueTUI(App):
             leaving = not node.leaving
             yield SystemCommand(
                 f"{'Mark leaving' if leaving else 'Mark not leaving'}: {node.short_id} "
-                f"{node.address}", "CLUSTER LEAVING on that node (asks first)",
-                lambda n=node, lv=leaving: self.confirm_leaving(n.id, n.address, lv))
+                f"{node.address}",
+                "CLUSTER LEAVING on that node (asks first)",
+                lambda n=node, lv=leaving: self.confirm_leaving(n.id, n.address, lv),
+            )
         for q in snapshot.queues[:200]:
-            yield SystemCommand(f"Open queue: {q.name}", f"len {q.length}, pause {q.pause}",
-                                lambda name=q.name: self.open_queue(name))
-            yield SystemCommand(f"Pause queue: {q.name}", "PAUSE ... BCAST (asks first)",
-                                lambda name=q.name, cur=q.pause: self.confirm_pause(name, cur))
+            yield SystemCommand(
+                f"Open queue: {q.name}",
+                f"len {q.length}, pause {q.pause}",
+                lambda name=q.name: self.open_queue(name),
+            )
+            yield SystemCommand(
+                f"Pause queue: {q.name}",
+                "PAUSE ... BCAST (asks first)",
+                lambda name=q.name, cur=q.pause: self.confirm_pause(name, cur),
+            )

@@ -52,9 +52,21 @@ def start_nodes(count: int, workdir: Path) -> list[tuple[subprocess.Popen, int]]
         port = free_port()
         d = workdir / f"node{i}"
         d.mkdir(parents=True)
-        proc = subprocess.Popen([sys.executable, "-m", "disque_server", "--port", str(port),
-                                 "--dir", str(d), "--logfile", str(d / "log")],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "disque_server",
+                "--port",
+                str(port),
+                "--dir",
+                str(d),
+                "--logfile",
+                str(d / "log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         nodes.append((proc, port))
     for _, port in nodes:
         deadline = time.monotonic() + 20
@@ -90,8 +102,9 @@ def fill(port: int, queues: int, prefix: str) -> None:
         pipe.execute()
 
 
-async def measure(host: str, port: int, cycles: int, warmup: int, scan_count: int
-                  ) -> tuple[list[float], list[float], int, int]:
+async def measure(
+    host: str, port: int, cycles: int, warmup: int, scan_count: int
+) -> tuple[list[float], list[float], int, int]:
     poller = Poller(host, port, interval=30.0, timeout=30.0, scan_count=scan_count)
     cpu_ms: list[float] = []
     wall_ms: list[float] = []
@@ -112,12 +125,18 @@ async def measure(host: str, port: int, cycles: int, warmup: int, scan_count: in
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench_poll", add_help=False,
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="bench_poll", add_help=False, description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--help", action="help")
     parser.add_argument("-h", "--host", default="127.0.0.1")
-    parser.add_argument("-p", "--port", type=int, default=None,
-                        help="poll this existing cluster instead of starting nodes")
+    parser.add_argument(
+        "-p",
+        "--port",
+        type=int,
+        default=None,
+        help="poll this existing cluster instead of starting nodes",
+    )
     parser.add_argument("--nodes", type=int, default=1, help="nodes to start (default 1)")
     parser.add_argument("--queues", type=int, default=1000, help="queues per node (default 1000)")
     parser.add_argument("--cycles", type=int, default=20)
@@ -137,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             port = args.port
         cpu, wall, nodes, queues = asyncio.run(
-            measure(args.host, port, args.cycles, args.warmup, args.scan_count))
+            measure(args.host, port, args.cycles, args.warmup, args.scan_count)
+        )
     finally:
         for proc, _ in started:
             proc.terminate()
@@ -149,11 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     def stats(values: list[float]) -> str:
         ordered = sorted(values)
         p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
-        return (f"mean {statistics.fmean(values):7.1f} ms  median {statistics.median(values):7.1f}"
-                f" ms  p95 {p95:7.1f} ms")
+        return (
+            f"mean {statistics.fmean(values):7.1f} ms  median {statistics.median(values):7.1f}"
+            f" ms  p95 {p95:7.1f} ms"
+        )
 
-    print(f"poller: {nodes} node(s), {queues} queues in total (QSCAN COUNT {args.scan_count},"
-          f" QSTAT pipelined), {args.cycles} cycles, pid {os.getpid()}")
+    print(
+        f"poller: {nodes} node(s), {queues} queues in total (QSCAN COUNT {args.scan_count},"
+        f" QSTAT pipelined), {args.cycles} cycles, pid {os.getpid()}"
+    )
     print(f"  CPU per cycle:  {stats(cpu)}")
     print(f"  wall per cycle: {stats(wall)}")
     print(f"  CPU per node per cycle: {statistics.fmean(cpu) / max(1, nodes):.1f} ms")

@@ -14,7 +14,7 @@ from textual.events import Key
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-Choice = tuple[str, str, str]       # (value, button label, key)
+Choice = tuple[str, str, str]  # (value, button label, key)
 
 
 class ConfirmScreen(ModalScreen[str | None]):
@@ -43,8 +43,11 @@ class ConfirmScreen(ModalScreen[str | None]):
             yield Static(self.question, id="confirm-question")
             with Horizontal():
                 for value, label, key in self.choices:
-                    yield Button(Text(f"{label} ({key})"), id=f"choice-{value}",
-                                 variant="warning" if value not in ("no", "cancel") else "default")
+                    yield Button(
+                        Text(f"{label} ({key})"),
+                        id=f"choice-{value}",
+                        variant="warning" if value not in ("no", "cancel") else "default",
+                    )
                 yield Button(Text("Cancel (esc)"), id="choice-cancel")
 
     def on_mount(self) -> None:

@@ -11,31 +11,43 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS: list[tuple[str, list[tuple[str, str]]]] = [
-    ("Everywhere", [
-        ("1 / 2", "overview / all the queues"),
-        ("tab", "next widget (nodes, queues that matter, ...)"),
-        ("r", "poll now"),
-        ("ctrl+p", "command palette (Screenshot saves an SVG)"),
-        ("?", "this help"),
-        ("q, ctrl+c", "quit"),
-    ]),
-    ("Overview", [
-        ("↑ ↓", "select a node (its details below the table)"),
-        ("l", "mark the node leaving / not leaving (CLUSTER LEAVING)"),
-        ("enter", "in the queues that matter: open the queue"),
-        ("p", "in the queues that matter: pause or resume the queue"),
-    ]),
-    ("Queues", [
-        ("enter", "open the queue: oldest and newest jobs on each node"),
-        ("/", "filter by name (enter or esc returns to the table)"),
-        ("s / S", "sort by the next column / reverse; or click a header"),
-        ("p", "pause or resume the queue: in, out, all, none (PAUSE ... BCAST)"),
-    ]),
-    ("Queue and job details", [
-        ("enter", "show the job under the cursor (SHOW)"),
-        ("r", "fetch again"),
-        ("esc, backspace", "back"),
-    ]),
+    (
+        "Everywhere",
+        [
+            ("1 / 2", "overview / all the queues"),
+            ("tab", "next widget (nodes, queues that matter, ...)"),
+            ("r", "poll now"),
+            ("ctrl+p", "command palette (Screenshot saves an SVG)"),
+            ("?", "this help"),
+            ("q, ctrl+c", "quit"),
+        ],
+    ),
+    (
+        "Overview",
+        [
+            ("↑ ↓", "select a node (its details below the table)"),
+            ("l", "mark the node leaving / not leaving (CLUSTER LEAVING)"),
+            ("enter", "in the queues that matter: open the queue"),
+            ("p", "in the queues that matter: pause or resume the queue"),
+        ],
+    ),
+    (
+        "Queues",
+        [
+            ("enter", "open the queue: oldest and newest jobs on each node"),
+            ("/", "filter by name (enter or esc returns to the table)"),
+            ("s / S", "sort by the next column / reverse; or click a header"),
+            ("p", "pause or resume the queue: in, out, all, none (PAUSE ... BCAST)"),
+        ],
+    ),
+    (
+        "Queue and job details",
+        [
+            ("enter", "show the job under the cursor (SHOW)"),
+            ("r", "fetch again"),
+            ("esc, backspace", "back"),
+        ],
+    ),
 ]
 
 

@@ -24,11 +24,12 @@ WATCH_ROWS = 100
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    severity: str            # "error" | "warning"
+    severity: str  # "error" | "warning"
     text: str
 
 
 # ---- nodes -----------------------------------------------------------------------
+
 
 def node_state(node: NodeSnapshot) -> str:
     """`up`, `DOWN 12s ago`, `slow 3s ago`: since the last good poll."""
@@ -47,8 +48,13 @@ def node_problems(node: NodeSnapshot) -> list[Problem]:
         return [Problem("error", f"{name} {node_state(node)}{seen}{why}")]
     found = []
     if node.status == "slow":
-        found.append(Problem("warning", f"{name} slow: its poll is overdue "
-                                        f"(last answer {fmt.duration(node.last_seen_ago)} ago)"))
+        found.append(
+            Problem(
+                "warning",
+                f"{name} slow: its poll is overdue "
+                f"(last answer {fmt.duration(node.last_seen_ago)} ago)",
+            )
+        )
     if flags:
         found.append(Problem("error", f"{name} flagged {flags.upper()} by the cluster"))
     if node.leaving:
@@ -65,6 +71,7 @@ def drain_text(node: NodeSnapshot) -> str:
 
 
 # ---- queues ----------------------------------------------------------------------
+
 
 def queue_issue(q: QueueSnapshot) -> str:
     """The queue's problem in a few words, or ""."""
@@ -91,11 +98,13 @@ def queue_rank(q: QueueSnapshot) -> tuple[int, int, str]:
     return (level, -q.length, q.name)
 
 
-def queues_that_matter(snapshot: ClusterSnapshot, limit: int = WATCH_ROWS
-                       ) -> list[QueueSnapshot]:
+def queues_that_matter(snapshot: ClusterSnapshot, limit: int = WATCH_ROWS) -> list[QueueSnapshot]:
     """Queues with a problem or with jobs, problems first: what the first screen lists."""
-    interesting = [q for q in snapshot.queues
-                   if q.length or q.blocked or q.in_rate or q.out_rate or q.pause != "none"]
+    interesting = [
+        q
+        for q in snapshot.queues
+        if q.length or q.blocked or q.in_rate or q.out_rate or q.pause != "none"
+    ]
     return sorted(interesting, key=queue_rank)[:limit]
 
 
@@ -103,15 +112,28 @@ def queue_problems(snapshot: ClusterSnapshot) -> list[Problem]:
     found = []
     for q in sorted(snapshot.queues, key=queue_rank):
         if q.stranded:
-            where = ", ".join(snapshot.short_name(on.node_id) for on in q.per_node
-                              if on.stale is not None and on.length)
-            found.append(Problem("error", f"{q.stranded} jobs of queue {q.name} stranded on "
-                                          f"down node {where} (as of "
-                                          f"{fmt.duration(q.stale_age)} ago)"))
+            where = ", ".join(
+                snapshot.short_name(on.node_id)
+                for on in q.per_node
+                if on.stale is not None and on.length
+            )
+            found.append(
+                Problem(
+                    "error",
+                    f"{q.stranded} jobs of queue {q.name} stranded on "
+                    f"down node {where} (as of "
+                    f"{fmt.duration(q.stale_age)} ago)",
+                )
+            )
         if q.not_draining:
-            found.append(Problem("warning", f"queue {q.name} not draining: "
-                                            f"+{fmt.rate(q.in_rate)}/s in, 0 out, "
-                                            f"{q.live_length} queued"))
+            found.append(
+                Problem(
+                    "warning",
+                    f"queue {q.name} not draining: "
+                    f"+{fmt.rate(q.in_rate)}/s in, 0 out, "
+                    f"{q.live_length} queued",
+                )
+            )
     return found
 
 
@@ -126,9 +148,11 @@ def problems(snapshot: ClusterSnapshot) -> list[Problem]:
 
 def summary(snapshot: ClusterSnapshot) -> str:
     """The header's numbers: nodes up, job copies, unique queued jobs, stranded jobs."""
-    text = (f"{snapshot.nodes_up}/{len(snapshot.nodes)} nodes up │ "
-            f"{snapshot.total_jobs} job copies │ {snapshot.total_queued} queued in "
-            f"{len(snapshot.queues)} queues")
+    text = (
+        f"{snapshot.nodes_up}/{len(snapshot.nodes)} nodes up │ "
+        f"{snapshot.total_jobs} job copies │ {snapshot.total_queued} queued in "
+        f"{len(snapshot.queues)} queues"
+    )
     if snapshot.total_stranded:
         text += f" │ {snapshot.total_stranded} stranded"
     return text
@@ -136,36 +160,77 @@ def summary(snapshot: ClusterSnapshot) -> str:
 
 # ---- plain text (disque-tui --once) ------------------------------------------------
 
-NODE_COLUMNS = ("node", "address", "state", "pri", "flags", "jobs", "queues", "cli", "blk",
-                "mem", "ops/s")
-QUEUE_COLUMNS = ("queue", "problem", "len", "oldest", "in/s", "out/s", "import/s", "blocked",
-                 "pause")
+NODE_COLUMNS = (
+    "node",
+    "address",
+    "state",
+    "pri",
+    "flags",
+    "jobs",
+    "queues",
+    "cli",
+    "blk",
+    "mem",
+    "ops/s",
+)
+QUEUE_COLUMNS = (
+    "queue",
+    "problem",
+    "len",
+    "oldest",
+    "in/s",
+    "out/s",
+    "import/s",
+    "blocked",
+    "pause",
+)
 
 
 def node_cells(node: NodeSnapshot) -> list[str]:
     """A node's row as text. Figures of a node down are its last known ones: the
     state says when they were current (`DOWN 32s ago`), rates are `-`."""
-    return [node.short_id, node.address, node_state(node), fmt.number(node.priority),
-            ",".join(node.flags) or "-", fmt.number(node.jobs), fmt.number(node.queues),
-            fmt.number(node.clients), fmt.number(node.blocked), fmt.human_bytes(node.memory),
-            fmt.number(node.ops_per_sec)]
+    return [
+        node.short_id,
+        node.address,
+        node_state(node),
+        fmt.number(node.priority),
+        ",".join(node.flags) or "-",
+        fmt.number(node.jobs),
+        fmt.number(node.queues),
+        fmt.number(node.clients),
+        fmt.number(node.blocked),
+        fmt.human_bytes(node.memory),
+        fmt.number(node.ops_per_sec),
+    ]
 
 
 def queue_cells(q: QueueSnapshot) -> list[str]:
-    return [q.name, queue_issue(q) or "-", str(q.length), fmt.duration(q.oldest),
-            fmt.rate(q.in_rate), fmt.rate(q.out_rate), str(q.import_rate), str(q.blocked),
-            q.pause]
+    return [
+        q.name,
+        queue_issue(q) or "-",
+        str(q.length),
+        fmt.duration(q.oldest),
+        fmt.rate(q.in_rate),
+        fmt.rate(q.out_rate),
+        str(q.import_rate),
+        str(q.blocked),
+        q.pause,
+    ]
 
 
 def plain_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows,
-                                                                        strict=False)]
-    numeric = [all(_numeric(row[i]) for row in rows) and any(row[i] != "-" for row in rows)
-               for i in range(len(header))]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=False)]
+    numeric = [
+        all(_numeric(row[i]) for row in rows) and any(row[i] != "-" for row in rows)
+        for i in range(len(header))
+    ]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(cell.rjust(w) if num else cell.ljust(w)
-                         for cell, w, num in zip(cells, widths, numeric, strict=True)).rstrip()
+        return "  ".join(
+            cell.rjust(w) if num else cell.ljust(w)
+            for cell, w, num in zip(cells, widths, numeric, strict=True)
+        ).rstrip()
+
     return [line(header)] + [line(row) for row in rows]
 
 
@@ -176,6 +241,7 @@ def _numeric(text: str) -> bool:
 def incident_text(snapshot: ClusterSnapshot) -> str:
     """The first screen as plain text: header, problems, nodes, queues that matter."""
     import time
+
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.taken_at))
     lines = [f"disque-tui {snapshot.seed} │ {summary(snapshot)} │ {when}", ""]
     found = problems(snapshot)
@@ -185,14 +251,15 @@ def incident_text(snapshot: ClusterSnapshot) -> str:
     else:
         lines.append("No problem: every node up, no queue stranded or stuck.")
     lines += ["", "Nodes:"]
-    lines += ["  " + row for row in plain_table(NODE_COLUMNS,
-                                                [node_cells(n) for n in snapshot.nodes])]
+    lines += [
+        "  " + row for row in plain_table(NODE_COLUMNS, [node_cells(n) for n in snapshot.nodes])
+    ]
     watched = queues_that_matter(snapshot)
-    lines += ["", f"Queues that matter ({len(watched)} of {len(snapshot.queues)}, "
-                  "problems first):"]
+    lines += ["", f"Queues that matter ({len(watched)} of {len(snapshot.queues)}, problems first):"]
     if watched:
-        lines += ["  " + row for row in plain_table(QUEUE_COLUMNS,
-                                                    [queue_cells(q) for q in watched])]
+        lines += [
+            "  " + row for row in plain_table(QUEUE_COLUMNS, [queue_cells(q) for q in watched])
+        ]
     else:
         lines.append("  (none: every queue is empty and idle)")
     return "\n".join(lines) + "\n"

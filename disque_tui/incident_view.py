@@ -23,9 +23,16 @@ from disque_tui.snapshot import ClusterSnapshot, QueueSnapshot
 from disque_tui.table import SnapshotTable
 
 WATCH_COLUMNS = [
-    ("name", "queue"), ("problem", "problem"), ("total", "len"), ("oldest", "oldest job"),
-    ("in", "in/s"), ("out", "out/s"), ("import", "import/s"), ("blocked", "blocked"),
-    ("where", "on nodes"), ("pause", "pause"),
+    ("name", "queue"),
+    ("problem", "problem"),
+    ("total", "len"),
+    ("oldest", "oldest job"),
+    ("in", "in/s"),
+    ("out", "out/s"),
+    ("import", "import/s"),
+    ("blocked", "blocked"),
+    ("where", "on nodes"),
+    ("pause", "pause"),
 ]
 
 
@@ -33,9 +40,8 @@ def problem_strip(snapshot: ClusterSnapshot, lines: int = 8) -> Text:
     """One line per problem, errors first; past `lines`, the count of the rest."""
     found = problems(snapshot)
     if not found:
-        return Text("✔ no problem: every node up, no queue stranded or stuck",
-                    style="bold green")
-    shown = found if len(found) <= lines else found[:max(1, lines - 1)]
+        return Text("✔ no problem: every node up, no queue stranded or stuck", style="bold green")
+    shown = found if len(found) <= lines else found[: max(1, lines - 1)]
     out = Text()
     for i, problem in enumerate(shown):
         if i:
@@ -44,8 +50,11 @@ def problem_strip(snapshot: ClusterSnapshot, lines: int = 8) -> Text:
         out.append("✖ " if error else "▲ ", style="bold red" if error else "bold yellow")
         out.append(problem.text, style="red" if error else "yellow")
     if len(shown) < len(found):
-        out.append(f"\n… and {len(found) - len(shown)} more (a taller terminal, or "
-                   "disque-tui --once, shows them all)", style="dim")
+        out.append(
+            f"\n… and {len(found) - len(shown)} more (a taller terminal, or "
+            "disque-tui --once, shows them all)",
+            style="dim",
+        )
     return out
 
 
@@ -61,8 +70,10 @@ def where_text(q: QueueSnapshot, snapshot: ClusterSnapshot) -> Text:
         if on.stale is None:
             out.append(f"{name}:{on.length}")
         else:
-            out.append(f"{name}:{on.length} (down, as of {fmt.duration(on.stale)} ago)",
-                       style=STALE_STYLE + " red")
+            out.append(
+                f"{name}:{on.length} (down, as of {fmt.duration(on.stale)} ago)",
+                style=STALE_STYLE + " red",
+            )
     return out or Text("-", style="dim")
 
 
@@ -123,7 +134,8 @@ class IncidentView(Vertical):
         watched = queues_that_matter(snapshot)
         self.query_one("#watch-title", Label).update(
             f"Queues that matter: {len(watched)} of {len(snapshot.queues)}, problems first "
-            "(all of them: 2)")
+            "(all of them: 2)"
+        )
         self.watch_table.show_rows([(q.name, watch_row(q, snapshot)) for q in watched])
 
     def selected_queue(self) -> QueueSnapshot | None:

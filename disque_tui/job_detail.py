@@ -19,9 +19,22 @@ from textual.widgets import Footer, Label, Static
 from disque_tui import format as fmt
 from disque_tui.snapshot import ClusterSnapshot, JobShow
 
-FIELD_ORDER = ["id", "queue", "state", "repl", "ttl", "ctime", "delay", "retry", "nacks",
-               "additional-deliveries", "nodes-delivered", "nodes-confirmed",
-               "next-requeue-within", "next-awake-within"]
+FIELD_ORDER = [
+    "id",
+    "queue",
+    "state",
+    "repl",
+    "ttl",
+    "ctime",
+    "delay",
+    "retry",
+    "nacks",
+    "additional-deliveries",
+    "nodes-delivered",
+    "nodes-confirmed",
+    "next-requeue-within",
+    "next-awake-within",
+]
 BODY_LIMIT = 2000
 
 
@@ -50,8 +63,9 @@ def field_value(key: str, value: Any, snapshot: ClusterSnapshot | None) -> str:
     return str(value)
 
 
-def render_show(primary: JobShow, shows: tuple[JobShow, ...],
-                snapshot: ClusterSnapshot | None) -> Group:
+def render_show(
+    primary: JobShow, shows: tuple[JobShow, ...], snapshot: ClusterSnapshot | None
+) -> Group:
     fields = primary.fields or {}
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold cyan", no_wrap=True)
@@ -60,13 +74,19 @@ def render_show(primary: JobShow, shows: tuple[JobShow, ...],
     for key in FIELD_ORDER + [k for k in fields if k not in FIELD_ORDER and k != "body"]:
         if key in fields:
             value = field_value(key, fields[key], snapshot)
-            table.add_row(key, Text(value, style=state_style.get(value, "")
-                                    if key == "state" else ""))
+            table.add_row(
+                key, Text(value, style=state_style.get(value, "") if key == "state" else "")
+            )
     body = fields.get("body")
     size = len(body) if isinstance(body, bytes | str) else 0
     table.add_row("body", Text(f"{size} bytes", style="dim"))
-    nodes = Table(title="on each node", title_justify="left", title_style="bold",
-                  show_edge=False, pad_edge=False)
+    nodes = Table(
+        title="on each node",
+        title_justify="left",
+        title_style="bold",
+        show_edge=False,
+        pad_edge=False,
+    )
     for col in ("node", "address", "state", "nacks", "add. deliveries"):
         nodes.add_column(col)
     for show in shows:
@@ -77,9 +97,13 @@ def render_show(primary: JobShow, shows: tuple[JobShow, ...],
             nodes.add_row(name, show.address, Text("not known", style="dim"), "", "")
         else:
             f = show.fields
-            nodes.add_row(name + (" *" if show is primary else ""), show.address,
-                          str(f.get("state")), str(f.get("nacks")),
-                          str(f.get("additional-deliveries")))
+            nodes.add_row(
+                name + (" *" if show is primary else ""),
+                show.address,
+                str(f.get("state")),
+                str(f.get("nacks")),
+                str(f.get("additional-deliveries")),
+            )
     preview = Text(fmt.preview(body, BODY_LIMIT) if body is not None else "(nil)")
     return Group(table, Text(""), Text("body preview", style="bold"), preview, Text(""), nodes)
 
@@ -131,8 +155,7 @@ class JobDetailScreen(Screen):
         try:
             shows = await self.app.source.show(self.job_id)
         except Exception as exc:  # shown, never raised into the UI
-            self.query_one("#job-status", Label).update(Text(f"SHOW failed: {exc}",
-                                                             style="red"))
+            self.query_one("#job-status", Label).update(Text(f"SHOW failed: {exc}", style="red"))
             return
         self.show_job(shows)
 
@@ -142,12 +165,18 @@ class JobDetailScreen(Screen):
         status = self.query_one("#job-status", Label)
         body = self.query_one("#job-fields", Static)
         if primary is None:
-            status.update(Text("no reachable node knows this job (acked, expired or "
-                               "never existed)", style="yellow"))
+            status.update(
+                Text(
+                    "no reachable node knows this job (acked, expired or never existed)",
+                    style="yellow",
+                )
+            )
             body.update("")
             return
-        status.update(f"SHOW from {primary.node_id[:8]} ({primary.address}) · known on "
-                      f"{sum(1 for s in shows if s.fields)} of {len(shows)} nodes")
+        status.update(
+            f"SHOW from {primary.node_id[:8]} ({primary.address}) · known on "
+            f"{sum(1 for s in shows if s.fields)} of {len(shows)} nodes"
+        )
         body.update(render_show(primary, shows, getattr(self.app, "snapshot", None)))
 
     def action_back(self) -> None:

@@ -31,28 +31,47 @@ PROG = "disque-tui"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, add_help=False,
-        description="Live dashboard of a Disque cluster: nodes, queues, jobs.")
+        prog=PROG,
+        add_help=False,
+        description="Live dashboard of a Disque cluster: nodes, queues, jobs.",
+    )
     parser.add_argument("--help", action="help", help="show this help and exit")
-    parser.add_argument("-h", "--host", default="127.0.0.1",
-                        help="a node of the cluster (default 127.0.0.1)")
+    parser.add_argument(
+        "-h", "--host", default="127.0.0.1", help="a node of the cluster (default 127.0.0.1)"
+    )
     parser.add_argument("-p", "--port", type=int, default=7711, help="its port (default 7711)")
-    parser.add_argument("-a", "--password", default=os.environ.get("DISQUECLI_AUTH"),
-                        help="password for AUTH (default $DISQUECLI_AUTH)")
+    parser.add_argument(
+        "-a",
+        "--password",
+        default=os.environ.get("DISQUECLI_AUTH"),
+        help="password for AUTH (default $DISQUECLI_AUTH)",
+    )
     add_tls_arguments(parser)
-    parser.add_argument("--interval", type=positive_float, default=1.0,
-                        help="seconds between polls (default 1.0)")
-    parser.add_argument("--timeout", type=positive_float, default=None,
-                        help="seconds before a node is shown down (default 2 x interval, min 1)")
-    parser.add_argument("--scan-count", type=int, default=500,
-                        help="QSCAN COUNT per page (default 500)")
-    parser.add_argument("--once", action="store_true",
-                        help="print the overview (problems, nodes, queues that matter) once "
-                             "as plain text and exit, like top -b -n 1 (the default when "
-                             "standard output is not a terminal)")
-    parser.add_argument("--screenshot-dir", metavar="DIR", default=None,
-                        help="where the palette's Screenshot saves its SVG (default: the "
-                             "current directory)")
+    parser.add_argument(
+        "--interval", type=positive_float, default=1.0, help="seconds between polls (default 1.0)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        help="seconds before a node is shown down (default 2 x interval, min 1)",
+    )
+    parser.add_argument(
+        "--scan-count", type=int, default=500, help="QSCAN COUNT per page (default 500)"
+    )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="print the overview (problems, nodes, queues that matter) once "
+        "as plain text and exit, like top -b -n 1 (the default when "
+        "standard output is not a terminal)",
+    )
+    parser.add_argument(
+        "--screenshot-dir",
+        metavar="DIR",
+        default=None,
+        help="where the palette's Screenshot saves its SVG (default: the current directory)",
+    )
     return parser
 
 
@@ -60,11 +79,13 @@ def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
     """`disque`'s --tls --cacert --cert --key --insecure (disque_common.tls)."""
     for opt in TLS_OPTIONS:
         if opt.takes_file:
-            parser.add_argument(opt.flag, dest=opt.dest, metavar="FILE",
-                                help=argparse_help(opt.help))
+            parser.add_argument(
+                opt.flag, dest=opt.dest, metavar="FILE", help=argparse_help(opt.help)
+            )
         else:
-            parser.add_argument(opt.flag, dest=opt.dest, action="store_true",
-                                help=argparse_help(opt.help))
+            parser.add_argument(
+                opt.flag, dest=opt.dest, action="store_true", help=argparse_help(opt.help)
+            )
 
 
 def argparse_help(sentence: str) -> str:
@@ -103,12 +124,14 @@ def short_reason(exc: BaseException) -> str:
     return text.rstrip(".") or type(exc).__name__
 
 
-def probe(host: str, port: int, password: str | None, timeout: float,
-          tls: TLS | None = None) -> str | None:
+def probe(
+    host: str, port: int, password: str | None, timeout: float, tls: TLS | None = None
+) -> str | None:
     """None when a Disque node answers HELLO at host:port, else why not (one line)."""
     try:
-        with connect(host, port, password, socket_timeout=timeout, connect_timeout=timeout,
-                     tls=tls, raw=True) as client:
+        with connect(
+            host, port, password, socket_timeout=timeout, connect_timeout=timeout, tls=tls, raw=True
+        ) as client:
             parse_hello(client.execute_command("HELLO"))
     except redis.exceptions.TimeoutError:
         return f"no reply within {timeout:g}s (is it a Disque client port?)"
@@ -159,15 +182,23 @@ def main(argv: list[str] | None = None) -> int:
 
     from disque_tui.poller import Poller, PollerThread
 
-    poller = Poller(args.host, args.port, args.password, interval=args.interval,
-                    timeout=timeout, scan_count=args.scan_count, tls=tls)
+    poller = Poller(
+        args.host,
+        args.port,
+        args.password,
+        interval=args.interval,
+        timeout=timeout,
+        scan_count=args.scan_count,
+        tls=tls,
+    )
     if args.once or not sys.stdout.isatty():
         # Without a terminal a full-screen app would write escape codes forever.
         return print_once(poller)
     from disque_tui.app import DisqueTUI
 
-    app = DisqueTUI(PollerThread(poller), seed=f"{args.host}:{args.port}",
-                    screenshot_dir=args.screenshot_dir)
+    app = DisqueTUI(
+        PollerThread(poller), seed=f"{args.host}:{args.port}", screenshot_dir=args.screenshot_dir
+    )
     try:
         app.run()
     except KeyboardInterrupt:

@@ -18,9 +18,18 @@ from disque_tui.snapshot import ClusterSnapshot, NodeSnapshot
 from disque_tui.table import SnapshotTable
 
 COLUMNS = [
-    ("node", "node"), ("address", "address"), ("status", "status"), ("priority", "pri"),
-    ("flags", "flags"), ("jobs", "jobs"), ("queues", "queues"), ("clients", "cli"),
-    ("blocked", "blk"), ("memory", "mem"), ("ops", "ops/s"), ("trend", "jobs trend"),
+    ("node", "node"),
+    ("address", "address"),
+    ("status", "status"),
+    ("priority", "pri"),
+    ("flags", "flags"),
+    ("jobs", "jobs"),
+    ("queues", "queues"),
+    ("clients", "cli"),
+    ("blocked", "blk"),
+    ("memory", "mem"),
+    ("ops", "ops/s"),
+    ("trend", "jobs trend"),
     ("drain", "drain"),
 ]
 
@@ -28,7 +37,7 @@ STATUS_STYLE = {"up": "green", "slow": "bold yellow", "down": "bold red"}
 
 
 def status_text(node: NodeSnapshot) -> Text:
-    """"up", or "DOWN 12s ago" / "slow 3s ago" (since the last good poll)."""
+    """ "up", or "DOWN 12s ago" / "slow 3s ago" (since the last good poll)."""
     if node.status == "up":
         return Text("up", style="green")
     ago = "never seen" if node.last_seen_ago is None else f"{fmt.duration(node.last_seen_ago)} ago"
@@ -71,13 +80,20 @@ def node_row(node: NodeSnapshot) -> list[str | Text]:
     priority = fmt.number(node.priority)
     return [
         Text.assemble(("● ", STATUS_STYLE[node.status]), (node.short_id, row_style)),
-        cell(node.address), status_text(node),
+        cell(node.address),
+        status_text(node),
         Text(priority, style="bold red" if (node.priority or 0) >= 10 else row_style),
-        flags_text(node), figure(fmt.number(node.jobs)), figure(fmt.number(node.queues)),
-        figure(fmt.number(node.clients)), figure(fmt.number(node.blocked)),
-        figure(fmt.human_bytes(node.memory)), figure(fmt.number(node.ops_per_sec)),
-        Text(fmt.spark(node.jobs_history, 12),
-             style="dim cyan" if node.status == "down" else "cyan"), drain_text(node),
+        flags_text(node),
+        figure(fmt.number(node.jobs)),
+        figure(fmt.number(node.queues)),
+        figure(fmt.number(node.clients)),
+        figure(fmt.number(node.blocked)),
+        figure(fmt.human_bytes(node.memory)),
+        figure(fmt.number(node.ops_per_sec)),
+        Text(
+            fmt.spark(node.jobs_history, 12), style="dim cyan" if node.status == "down" else "cyan"
+        ),
+        drain_text(node),
     ]
 
 
@@ -94,8 +110,11 @@ def node_detail(node: NodeSnapshot) -> Text:
             out.append(f" · polled in {node.latency_ms:.0f} ms")
     else:
         out.append(node.status.upper(), style=STATUS_STYLE[node.status])
-        seen = ("never seen" if node.last_seen_ago is None
-                else f"last seen {fmt.duration(node.last_seen_ago)} ago")
+        seen = (
+            "never seen"
+            if node.last_seen_ago is None
+            else f"last seen {fmt.duration(node.last_seen_ago)} ago"
+        )
         out.append(f" · {seen}")
         if node.error:
             out.append(f" · {node.error}", style="red")
@@ -103,16 +122,20 @@ def node_detail(node: NodeSnapshot) -> Text:
     out.append(f" · flags {','.join(node.flags) or 'none'}\n")
     if node.status == "down" and node.last_seen_ago is not None:
         out.append(f"as of {fmt.duration(node.last_seen_ago)} ago: ", style=STALE_STYLE)
-    out.append(f"jobs {fmt.number(node.jobs)} · queues {fmt.number(node.queues)}"
-               f" · clients {fmt.number(node.clients)} ({fmt.number(node.blocked)} blocked)"
-               f" · memory {fmt.human_bytes(node.memory)} · {fmt.number(node.ops_per_sec)} ops/s")
+    out.append(
+        f"jobs {fmt.number(node.jobs)} · queues {fmt.number(node.queues)}"
+        f" · clients {fmt.number(node.clients)} ({fmt.number(node.blocked)} blocked)"
+        f" · memory {fmt.human_bytes(node.memory)} · {fmt.number(node.ops_per_sec)} ops/s"
+    )
     if node.drain is not None:
         d = node.drain
         out.append("\nleaving ", style="bold yellow")
         out.append(fmt.bar(d.progress, 20), style="yellow")
         eta = fmt.duration(d.eta) if d.eta is not None else "unknown"
-        out.append(f" {d.progress:.0%} drained · {d.jobs_left} jobs left"
-                   f" · {fmt.rate(d.rate)} jobs/s · ETA {eta}")
+        out.append(
+            f" {d.progress:.0%} drained · {d.jobs_left} jobs left"
+            f" · {fmt.rate(d.rate)} jobs/s · ETA {eta}"
+        )
     return out
 
 

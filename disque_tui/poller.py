@@ -44,8 +44,8 @@ from disque_tui.snapshot import (
     merge_queue,
 )
 
-HISTORY = 60            # samples kept for sparklines (one per cycle)
-DRAIN_WINDOW = 10.0     # seconds over which a leaving node's drain rate is measured
+HISTORY = 60  # samples kept for sparklines (one per cycle)
+DRAIN_WINDOW = 10.0  # seconds over which a leaving node's drain rate is measured
 
 NO_RATES = (0.0, 0.0)
 
@@ -84,7 +84,7 @@ class NodeState:
         self.task_started = 0.0
         self.report: NodeReport | None = None
         self.error: str | None = None
-        self.last_ok: float | None = None          # monotonic time of the last good poll
+        self.last_ok: float | None = None  # monotonic time of the last good poll
         self.latency_ms: float | None = None
         # counters of the previous good poll, for rates: name -> (jobs_in, jobs_out)
         self.prev_counters: dict[str, tuple[int, int]] = {}
@@ -107,8 +107,10 @@ class NodeState:
             before = prev.get(name)
             counters[name] = (q.jobs_in, q.jobs_out)
             if before is not None and dt > 0 and before != counters[name]:
-                rates[name] = (counter_rate(before[0], q.jobs_in, dt),
-                               counter_rate(before[1], q.jobs_out, dt))
+                rates[name] = (
+                    counter_rate(before[0], q.jobs_in, dt),
+                    counter_rate(before[1], q.jobs_out, dt),
+                )
         self.prev_counters, self.rates, self.prev_time = counters, rates, now
         self.report, self.error, self.last_ok = report, None, now
         self.latency_ms = latency * 1000
@@ -130,9 +132,16 @@ class Poller:
     """Polls the cluster reached through host:port; `password` and `tls` apply to
     every node, the ones HELLO lists as well as the seed."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 7711, password: str | None = None,
-                 interval: float = 1.0, timeout: float | None = None, scan_count: int = 500,
-                 tls: TLS | None = None):
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 7711,
+        password: str | None = None,
+        interval: float = 1.0,
+        timeout: float | None = None,
+        scan_count: int = 500,
+        tls: TLS | None = None,
+    ):
         self.host = host
         self.port = port
         self.password = password
@@ -150,8 +159,9 @@ class Poller:
     # ---- connections -------------------------------------------------------
     def _client(self, node: NodeState) -> aredis.Redis:
         if node.client is None:
-            node.client = queries.connect(node.host, node.port, self.password, self.timeout,
-                                          self.tls)
+            node.client = queries.connect(
+                node.host, node.port, self.password, self.timeout, self.tls
+            )
         return node.client
 
     async def _drop_client(self, node: NodeState) -> None:
@@ -224,8 +234,9 @@ class Poller:
             # Polled by address, checked by ID: another node (a fresh one, replacing
             # a dead node on its port) is not this one. This ID stays down, with
             # its last figures; the node now there is polled as a node of its own.
-            node.fail(f"{node.host}:{node.port} now answers as node "
-                      f"{report.hello.myid[:8]} (replaced?)")
+            node.fail(
+                f"{node.host}:{node.port} now answers as node {report.hello.myid[:8]} (replaced?)"
+            )
             await self._drop_client(node)
             if report.hello.myid not in self.nodes:
                 self._add_node(report.hello.myid, node.host, node.port)
@@ -259,9 +270,12 @@ class Poller:
                 try:
                     snapshot = await self.poll_cycle()
                 except Exception as exc:  # never let the polling thread die
-                    snapshot = ClusterSnapshot(taken_at=time.time(),
-                                               seed=f"{self.host}:{self.port}",
-                                               cycle=self.cycle, error=describe_error(exc))
+                    snapshot = ClusterSnapshot(
+                        taken_at=time.time(),
+                        seed=f"{self.host}:{self.port}",
+                        cycle=self.cycle,
+                        error=describe_error(exc),
+                    )
                 on_snapshot(snapshot)
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
@@ -288,12 +302,19 @@ class Poller:
         reporters = [n for n in ordered if n.up]
         nodes = tuple(self._node_snapshot(n, reporters, now) for n in ordered)
         queues = self._merge_queues(ordered, now)
-        return ClusterSnapshot(taken_at=time.time(), seed=f"{self.host}:{self.port}",
-                               nodes=nodes, queues=queues, cycle=self.cycle, poll_ms=poll_ms,
-                               rate_history=tuple(self.rate_history))
+        return ClusterSnapshot(
+            taken_at=time.time(),
+            seed=f"{self.host}:{self.port}",
+            nodes=nodes,
+            queues=queues,
+            cycle=self.cycle,
+            poll_ms=poll_ms,
+            rate_history=tuple(self.rate_history),
+        )
 
-    def _node_snapshot(self, node: NodeState, reporters: list[NodeState],
-                       now: float) -> NodeSnapshot:
+    def _node_snapshot(
+        self, node: NodeState, reporters: list[NodeState], now: float
+    ) -> NodeSnapshot:
         priorities: list[int] = []
         own_priority: int | None = None
         flags: set[str] = set()
@@ -310,8 +331,12 @@ class Poller:
                     flags |= line.flags
         flags.discard("myself")
         priority = max(priorities) if priorities else own_priority
-        if node.task is not None and not node.task.done() and node.error is None \
-                and now - node.task_started > self.interval:
+        if (
+            node.task is not None
+            and not node.task.done()
+            and node.error is None
+            and now - node.task_started > self.interval
+        ):
             status = "slow"
         else:
             status = "up" if node.up else "down"
@@ -330,20 +355,29 @@ class Poller:
         elif not leaving:
             node.drain_start = None
         return NodeSnapshot(
-            id=node.id, host=node.host, port=node.port, status=status, priority=priority,
-            flags=tuple(sorted(flags)), error=node.error,
+            id=node.id,
+            host=node.host,
+            port=node.port,
+            status=status,
+            priority=priority,
+            flags=tuple(sorted(flags)),
+            error=node.error,
             last_seen_ago=(now - node.last_ok) if node.last_ok is not None else None,
-            latency_ms=node.latency_ms, jobs=jobs, queues=num("registered_queues"),
-            clients=num("connected_clients"), blocked=num("blocked_clients"),
+            latency_ms=node.latency_ms,
+            jobs=jobs,
+            queues=num("registered_queues"),
+            clients=num("connected_clients"),
+            blocked=num("blocked_clients"),
             # A rate is never shown for a node not answering: it would read as current.
             memory=num("used_memory"),
             ops_per_sec=num("instantaneous_ops_per_sec") if status != "down" else None,
             version=info.get("disque_version", ""),
             jobs_history=tuple(j for _, j in node.jobs_history),
-            ops_history=tuple(node.ops_history), drain=drain)
+            ops_history=tuple(node.ops_history),
+            drain=drain,
+        )
 
-    def _merge_queues(self, ordered: list[NodeState], now: float
-                      ) -> tuple[QueueSnapshot, ...]:
+    def _merge_queues(self, ordered: list[NodeState], now: float) -> tuple[QueueSnapshot, ...]:
         """Queues merged across nodes. A node down keeps its last known queues, as
         stale (with their age, no rates, no blocked clients): their jobs are
         stranded there, and must not vanish from the picture."""
@@ -358,42 +392,66 @@ class Poller:
                 in_rate, out_rate = rates.get(name, NO_RATES) if stale is None else NO_RATES
                 ctime = oldest.get(name)
                 age = max(0.0, wall - ctime / 1e9) if ctime else None
-                on = QueueOnNode(node_id, q.length, q.age, q.idle,
-                                 q.blocked if stale is None else 0, q.import_from,
-                                 q.import_rate if stale is None else 0, q.jobs_in, q.jobs_out,
-                                 q.pause, in_rate, out_rate, age, stale)
+                on = QueueOnNode(
+                    node_id,
+                    q.length,
+                    q.age,
+                    q.idle,
+                    q.blocked if stale is None else 0,
+                    q.import_from,
+                    q.import_rate if stale is None else 0,
+                    q.jobs_in,
+                    q.jobs_out,
+                    q.pause,
+                    in_rate,
+                    out_rate,
+                    age,
+                    stale,
+                )
                 same = per_queue.get(name)
                 if same is None:
                     per_queue[name] = [on]
                 else:
                     same.append(on)
         merged = tuple(merge_queue(name, per_queue[name]) for name in sorted(per_queue))
-        self.rate_history.append(MappingProxyType({
-            q.name: (float(q.import_rate), q.out_rate)
-            for q in merged if q.import_rate or q.out_rate}))
+        self.rate_history.append(
+            MappingProxyType(
+                {
+                    q.name: (float(q.import_rate), q.out_rate)
+                    for q in merged
+                    if q.import_rate or q.out_rate
+                }
+            )
+        )
         return merged
 
     # ---- actions and drill-down (on demand, never part of a cycle) ------------
     def _up_nodes(self) -> list[NodeState]:
-        return [n for n in sorted(self.nodes.values(), key=lambda n: (n.host, n.port, n.order))
-                if n.up]
+        return [
+            n for n in sorted(self.nodes.values(), key=lambda n: (n.host, n.port, n.order)) if n.up
+        ]
 
     async def qpeek(self, queue: str, count: int = 5) -> tuple[QueuePeek, ...]:
         """The oldest and newest `count` jobs of `queue` on every reachable node."""
+
         async def one(node: NodeState) -> QueuePeek:
             try:
                 async with asyncio.timeout(self.timeout):
-                    oldest, newest = await queries.qpeek_both_ends(self._client(node), queue,
-                                                                   count)
+                    oldest, newest = await queries.qpeek_both_ends(self._client(node), queue, count)
             except (RedisError, OSError, TimeoutError) as exc:
                 return QueuePeek(node.id, f"{node.host}:{node.port}", error=describe_error(exc))
-            return QueuePeek(node.id, f"{node.host}:{node.port}",
-                             tuple(PeekedJob(*j) for j in oldest),
-                             tuple(PeekedJob(*j) for j in newest))
+            return QueuePeek(
+                node.id,
+                f"{node.host}:{node.port}",
+                tuple(PeekedJob(*j) for j in oldest),
+                tuple(PeekedJob(*j) for j in newest),
+            )
+
         return tuple(await asyncio.gather(*(one(n) for n in self._up_nodes())))
 
     async def show(self, job_id: str) -> tuple[JobShow, ...]:
         """SHOW of a job on every reachable node."""
+
         async def one(node: NodeState) -> JobShow:
             try:
                 async with asyncio.timeout(self.timeout):
@@ -401,6 +459,7 @@ class Poller:
             except (RedisError, OSError, TimeoutError) as exc:
                 return JobShow(node.id, f"{node.host}:{node.port}", error=describe_error(exc))
             return JobShow(node.id, f"{node.host}:{node.port}", fields)
+
         return tuple(await asyncio.gather(*(one(n) for n in self._up_nodes())))
 
     async def pause(self, queue: str, state: str, bcast: bool = True) -> str:

@@ -23,8 +23,9 @@ from disque_common.tls import TLS
 # ---------------------------------------------------------------------------
 
 
-def connect(host: str, port: int, password: str | None, timeout: float,
-            tls: TLS | None = None) -> aredis.Redis:
+def connect(
+    host: str, port: int, password: str | None, timeout: float, tls: TLS | None = None
+) -> aredis.Redis:
     """An asyncio client for one node: RESP2, raw replies, no retries.
 
     Retrying is the poller's business (next cycle), so a dead node costs one
@@ -34,8 +35,15 @@ def connect(host: str, port: int, password: str | None, timeout: float,
     of the thousand replies of a pipeline. With `tls`, the handshake is bounded
     by the same connect timeout.
     """
-    return connect_async(host, port, password, connect_timeout=timeout,
-                         socket_timeout=None, tls=tls, max_connections=4)
+    return connect_async(
+        host,
+        port,
+        password,
+        connect_timeout=timeout,
+        socket_timeout=None,
+        tls=tls,
+        max_connections=4,
+    )
 
 
 def integer(value: Any, default: int = 0) -> int:
@@ -73,9 +81,10 @@ def parse_cluster_nodes(reply: bytes | str) -> list[ClusterNodeLine]:
         if len(fields) < 3:
             continue
         flags = frozenset(f for f in fields[2].split(",") if f and f != "noflags")
-        address = fields[1].partition("@")[0]    # ip:port[@busport]
-        lines.append(ClusterNodeLine(fields[0], address, flags,
-                                     fields[5] if len(fields) > 5 else ""))
+        address = fields[1].partition("@")[0]  # ip:port[@busport]
+        lines.append(
+            ClusterNodeLine(fields[0], address, flags, fields[5] if len(fields) > 5 else "")
+        )
     return lines
 
 
@@ -97,8 +106,18 @@ class QueueStat(NamedTuple):
 
 # QSTAT's reply, key by key, as Disque 1.0-rc1 sends it: parsed by position
 # when it matches (the hot path), by key otherwise.
-QSTAT_KEYS = (b"name", b"len", b"age", b"idle", b"blocked", b"import-from", b"import-rate",
-              b"jobs-in", b"jobs-out", b"pause")
+QSTAT_KEYS = (
+    b"name",
+    b"len",
+    b"age",
+    b"idle",
+    b"blocked",
+    b"import-from",
+    b"import-rate",
+    b"jobs-in",
+    b"jobs-out",
+    b"pause",
+)
 
 
 def parse_qstat(reply: list | None) -> QueueStat | None:
@@ -107,25 +126,44 @@ def parse_qstat(reply: list | None) -> QueueStat | None:
     if not reply:
         return None
     if tuple(reply[0::2]) == QSTAT_KEYS:
-        (name, length, age, idle, blocked, imports, import_rate, jobs_in, jobs_out,
-         pause) = reply[1::2]
-        return QueueStat(name.decode("utf-8", "replace"), length, age, idle, blocked,
-                         tuple(i.decode() for i in imports) if imports else (), import_rate,
-                         jobs_in, jobs_out, pause.decode())
+        (name, length, age, idle, blocked, imports, import_rate, jobs_in, jobs_out, pause) = reply[
+            1::2
+        ]
+        return QueueStat(
+            name.decode("utf-8", "replace"),
+            length,
+            age,
+            idle,
+            blocked,
+            tuple(i.decode() for i in imports) if imports else (),
+            import_rate,
+            jobs_in,
+            jobs_out,
+            pause.decode(),
+        )
     d = parse_flat(reply)
     imports = d.get("import-from") or []
     return QueueStat(
-        name=text(d.get("name")), length=integer(d.get("len")), age=integer(d.get("age")),
-        idle=integer(d.get("idle")), blocked=integer(d.get("blocked")),
+        name=text(d.get("name")),
+        length=integer(d.get("len")),
+        age=integer(d.get("age")),
+        idle=integer(d.get("idle")),
+        blocked=integer(d.get("blocked")),
         import_from=tuple(text(i) for i in imports) if isinstance(imports, list) else (),
-        import_rate=integer(d.get("import-rate")), jobs_in=integer(d.get("jobs-in")),
-        jobs_out=integer(d.get("jobs-out")), pause=text(d.get("pause")) or "none")
+        import_rate=integer(d.get("import-rate")),
+        jobs_in=integer(d.get("jobs-in")),
+        jobs_out=integer(d.get("jobs-out")),
+        pause=text(d.get("pause")) or "none",
+    )
 
 
 def parse_qpeek(reply: list | None) -> list[tuple[str, str, bytes]]:
     """QPEEK: `[[queue, id, body], ...]` as (queue, id, body) tuples."""
-    return [(text(j[0]), text(j[1]), j[2] if isinstance(j[2], bytes) else text(j[2]).encode())
-            for j in reply or [] if isinstance(j, list) and len(j) >= 3]
+    return [
+        (text(j[0]), text(j[1]), j[2] if isinstance(j[2], bytes) else text(j[2]).encode())
+        for j in reply or []
+        if isinstance(j, list) and len(j) >= 3
+    ]
 
 
 def parse_show(reply: list | None) -> dict[str, Any] | None:
@@ -167,8 +205,9 @@ class NodeReport:
 OLDEST_QUEUES = 100
 
 
-async def fetch_node(client: aredis.Redis, scan_count: int = 500,
-                     qstat_batch: int = 1000) -> NodeReport:
+async def fetch_node(
+    client: aredis.Redis, scan_count: int = 500, qstat_batch: int = 1000
+) -> NodeReport:
     """One poll of one node: HELLO, INFO, CLUSTER NODES and the first QSCAN page
     in one pipelined round trip, further QSCAN pages by COUNT, then QSTAT of
     every queue pipelined in batches."""
@@ -187,7 +226,7 @@ async def fetch_node(client: aredis.Redis, scan_count: int = 500,
     ordered = list(names)
     for start in range(0, len(ordered), qstat_batch):
         pipe = client.pipeline(transaction=False)
-        for name in ordered[start:start + qstat_batch]:
+        for name in ordered[start : start + qstat_batch]:
             pipe.execute_command("QSTAT", name)
         for reply in await pipe.execute(raise_on_error=False):
             if isinstance(reply, list):
@@ -196,8 +235,9 @@ async def fetch_node(client: aredis.Redis, scan_count: int = 500,
                     queues[stat.name] = stat
     longest = sorted((q for q in queues.values() if q.length > 0), key=lambda q: -q.length)
     oldest = await oldest_jobs(client, [q.name for q in longest[:OLDEST_QUEUES]])
-    return NodeReport(parse_hello(hello), flat_info(info), parse_cluster_nodes(nodes), queues,
-                      oldest)
+    return NodeReport(
+        parse_hello(hello), flat_info(info), parse_cluster_nodes(nodes), queues, oldest
+    )
 
 
 async def oldest_jobs(client: aredis.Redis, names: list[str]) -> dict[str, int]:
@@ -230,8 +270,9 @@ async def hello(client: aredis.Redis) -> Hello:
     return parse_hello(await client.execute_command("HELLO"))
 
 
-async def qpeek_both_ends(client: aredis.Redis, queue: str, count: int
-                          ) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, str, bytes]]]:
+async def qpeek_both_ends(
+    client: aredis.Redis, queue: str, count: int
+) -> tuple[list[tuple[str, str, bytes]], list[tuple[str, str, bytes]]]:
     """The `count` oldest and `count` newest jobs of a queue on one node."""
     pipe = client.pipeline(transaction=False)
     pipe.execute_command("QPEEK", queue, count)

@@ -18,8 +18,21 @@ from disque_tui.snapshot import ClusterSnapshot, QueuePeek
 
 PEEK_COUNT = 5
 
-STAT_COLUMNS = ["node", "len", "blocked", "pause", "in/s", "out/s", "import/s", "import from",
-                "age", "idle", "jobs-in", "jobs-out", "address"]
+STAT_COLUMNS = [
+    "node",
+    "len",
+    "blocked",
+    "pause",
+    "in/s",
+    "out/s",
+    "import/s",
+    "import from",
+    "age",
+    "idle",
+    "jobs-in",
+    "jobs-out",
+    "address",
+]
 JOB_COLUMNS = ["node", "end", "job id", "body"]
 
 
@@ -43,7 +56,7 @@ class QueueDetailScreen(Screen):
         self.queue = queue
         self.peek_count = peek_count
         self.peeks: tuple[QueuePeek, ...] = ()
-        self.jobs: dict[str, tuple[str, str]] = {}   # row key -> (job id, node id)
+        self.jobs: dict[str, tuple[str, str]] = {}  # row key -> (job id, node id)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -71,17 +84,28 @@ class QueueDetailScreen(Screen):
         if q is None:
             title.update(f"Queue {self.queue} (not on any reachable node)")
             return
-        title.update(f"Queue {q.name} · len {q.length} · blocked {q.blocked} · import "
-                     f"{q.import_rate}/s · in {fmt.rate(q.in_rate)}/s · out "
-                     f"{fmt.rate(q.out_rate)}/s · pause {q.pause}")
+        title.update(
+            f"Queue {q.name} · len {q.length} · blocked {q.blocked} · import "
+            f"{q.import_rate}/s · in {fmt.rate(q.in_rate)}/s · out "
+            f"{fmt.rate(q.out_rate)}/s · pause {q.pause}"
+        )
         for on in q.per_node:
             node = snapshot.node(on.node_id)
             table.add_row(
-                snapshot.short_name(on.node_id), str(on.length), str(on.blocked), on.pause,
-                fmt.rate(on.in_rate), fmt.rate(on.out_rate), str(on.import_rate),
+                snapshot.short_name(on.node_id),
+                str(on.length),
+                str(on.blocked),
+                on.pause,
+                fmt.rate(on.in_rate),
+                fmt.rate(on.out_rate),
+                str(on.import_rate),
                 " ".join(snapshot.short_name(i) for i in on.import_from) or "-",
-                fmt.duration(on.age), fmt.duration(on.idle), str(on.jobs_in), str(on.jobs_out),
-                node.address if node else "?")
+                fmt.duration(on.age),
+                fmt.duration(on.idle),
+                str(on.jobs_in),
+                str(on.jobs_out),
+                node.address if node else "?",
+            )
 
     # ---- QPEEK ------------------------------------------------------------------
     def action_reload(self) -> None:
@@ -92,8 +116,7 @@ class QueueDetailScreen(Screen):
         try:
             peeks = await self.app.source.qpeek(self.queue, self.peek_count)
         except Exception as exc:  # shown, never raised into the UI
-            self.query_one("#peek-status", Label).update(Text(f"QPEEK failed: {exc}",
-                                                              style="red"))
+            self.query_one("#peek-status", Label).update(Text(f"QPEEK failed: {exc}", style="red"))
             return
         self.show_peeks(peeks)
 
@@ -111,8 +134,9 @@ class QueueDetailScreen(Screen):
                 continue
             rows = [("oldest", i, j) for i, j in enumerate(peek.oldest, 1)]
             oldest_ids = {j.id for j in peek.oldest}
-            rows += [("newest", i, j) for i, j in enumerate(peek.newest, 1)
-                     if j.id not in oldest_ids]
+            rows += [
+                ("newest", i, j) for i, j in enumerate(peek.newest, 1) if j.id not in oldest_ids
+            ]
             if not rows:
                 table.add_row(name, "", Text("empty", style="dim"), "")
             for end, i, job in rows:
@@ -122,7 +146,8 @@ class QueueDetailScreen(Screen):
                 total += 1
         self.query_one("#peek-status", Label).update(
             f"oldest and newest {self.peek_count} jobs on each node (QPEEK): {total} shown"
-            " · enter: SHOW")
+            " · enter: SHOW"
+        )
 
     def action_open_job(self) -> None:
         table = self.query_one("#queue-jobs", DataTable)

@@ -21,8 +21,13 @@ from disque_tui import format as fmt
 from disque_tui.snapshot import ClusterSnapshot, QueueSnapshot
 from disque_tui.table import SnapshotTable
 
-PAUSE_STYLE = {"none": "dim", "in": "bold yellow", "out": "bold yellow", "all": "bold red",
-               "mixed": "bold magenta"}
+PAUSE_STYLE = {
+    "none": "dim",
+    "in": "bold yellow",
+    "out": "bold yellow",
+    "all": "bold red",
+    "mixed": "bold magenta",
+}
 
 # column key -> (label, sort key); per-node columns are added per snapshot
 FIXED_COLUMNS: dict[str, tuple[str, Callable[[QueueSnapshot], Any]]] = {
@@ -88,17 +93,19 @@ class QueuesView(Vertical):
     def columns(self, snapshot: ClusterSnapshot) -> list[tuple[str, str]]:
         cols = [("name", "name"), ("total", "len")]
         cols += [(NODE_PREFIX + n.id, n.id[:6]) for n in snapshot.nodes]
-        cols += [(k, label) for k, (label, _) in FIXED_COLUMNS.items()
-                 if k not in ("name", "total")]
+        cols += [
+            (k, label) for k, (label, _) in FIXED_COLUMNS.items() if k not in ("name", "total")
+        ]
         return cols
 
     def sort_key(self) -> Callable[[QueueSnapshot], Any]:
         if self.sort_column.startswith(NODE_PREFIX):
-            node_id = self.sort_column[len(NODE_PREFIX):]
+            node_id = self.sort_column[len(NODE_PREFIX) :]
 
             def by_node(q: QueueSnapshot) -> int:
                 on = q.on_node(node_id)
                 return on.length if on else -1
+
             return by_node
         return FIXED_COLUMNS.get(self.sort_column, FIXED_COLUMNS["name"])[1]
 
@@ -108,7 +115,7 @@ class QueuesView(Vertical):
             on = q.on_node(node.id)
             if on is None:
                 cells.append(Text("-", style="dim"))
-            elif on.stale is not None:   # last known, on a node down: stranded
+            elif on.stale is not None:  # last known, on a node down: stranded
                 cells.append(Text(f"{on.length}?", style="dim italic red"))
             else:
                 cells.append(str(on.length))
@@ -127,15 +134,19 @@ class QueuesView(Vertical):
         if self.sort_column not in dict(columns):
             self.sort_column, self.sort_reverse = "name", False
         arrow = " ▼" if self.sort_reverse else " ▲"
-        table.set_columns([(k, label + arrow if k == self.sort_column else label)
-                           for k, label in columns])
+        table.set_columns(
+            [(k, label + arrow if k == self.sort_column else label) for k, label in columns]
+        )
         needle = self.filter_text.lower()
-        queues = [q for q in snapshot.queues if needle in q.name.lower()] if needle \
+        queues = (
+            [q for q in snapshot.queues if needle in q.name.lower()]
+            if needle
             else list(snapshot.queues)
+        )
         key = self.sort_key()
         queues.sort(key=lambda q: (key(q), q.name), reverse=self.sort_reverse)
         self.matching = len(queues)
-        queues = queues[:self.max_rows]
+        queues = queues[: self.max_rows]
         self.shown_queues = queues
         table.show_rows([(q.name, self.row(q, snapshot)) for q in queues])
         self._show_selected()
@@ -165,9 +176,16 @@ class QueuesView(Vertical):
             info.update(shown, layout=False)
             imports.data, out.data = [], []
             return
-        info.update(Text.assemble((q.name, "bold"), f"  len {q.length} · import "
-                                  f"{q.import_rate}/s · out {fmt.rate(q.out_rate)}/s · "
-                                  f"pause {q.pause}  ", (f"({shown})", "dim")), layout=False)
+        info.update(
+            Text.assemble(
+                (q.name, "bold"),
+                f"  len {q.length} · import "
+                f"{q.import_rate}/s · out {fmt.rate(q.out_rate)}/s · "
+                f"pause {q.pause}  ",
+                (f"({shown})", "dim"),
+            ),
+            layout=False,
+        )
         import_rates, throughput = self.snapshot.queue_history(q.name)
         imports.data = list(import_rates)
         out.data = list(throughput)

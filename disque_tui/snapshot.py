@@ -40,12 +40,12 @@ class NodeSnapshot:
     id: str
     host: str
     port: int
-    status: str = "up"                  # "up" | "slow" (poll overdue) | "down" (poll failed)
-    priority: int | None = None         # HELLO priority as the cluster reports it
-    flags: tuple[str, ...] = ()         # CLUSTER NODES flags: leaving, pfail, fail, ...
+    status: str = "up"  # "up" | "slow" (poll overdue) | "down" (poll failed)
+    priority: int | None = None  # HELLO priority as the cluster reports it
+    flags: tuple[str, ...] = ()  # CLUSTER NODES flags: leaving, pfail, fail, ...
     error: str | None = None
     last_seen_ago: float | None = None  # seconds since the last successful poll
-    latency_ms: float | None = None     # duration of the last successful poll
+    latency_ms: float | None = None  # duration of the last successful poll
     jobs: int | None = None
     queues: int | None = None
     clients: int | None = None
@@ -99,9 +99,9 @@ class QueueOnNode:
     pause: str = "none"
     in_rate: float = 0.0
     out_rate: float = 0.0
-    oldest: float | None = None         # age in seconds of its oldest job, when known
-    stale: float | None = None          # the node is down: seconds since these figures
-                                        # were current (None: live)
+    oldest: float | None = None  # age in seconds of its oldest job, when known
+    stale: float | None = None  # the node is down: seconds since these figures
+    # were current (None: live)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +116,8 @@ class QueueSnapshot:
     import_from: tuple[str, ...] = ()
     in_rate: float = 0.0
     out_rate: float = 0.0
-    pause: str = "none"                 # none | in | out | all | mixed
-    oldest: float | None = None         # age of the oldest job on any node, seconds
+    pause: str = "none"  # none | in | out | all | mixed
+    oldest: float | None = None  # age of the oldest job on any node, seconds
 
     def on_node(self, node_id: str) -> QueueOnNode | None:
         for q in self.per_node:
@@ -157,18 +157,34 @@ def merge_pause(states: Iterable[str]) -> str:
 def merge_queue(name: str, per_node: Sequence[QueueOnNode]) -> QueueSnapshot:
     if len(per_node) == 1:  # the common case, kept cheap: a thousand queues per cycle
         q = per_node[0]
-        return QueueSnapshot(name, q.length, (q,), q.blocked, q.import_rate, q.import_from,
-                             q.in_rate, q.out_rate, q.pause, q.oldest)
+        return QueueSnapshot(
+            name,
+            q.length,
+            (q,),
+            q.blocked,
+            q.import_rate,
+            q.import_from,
+            q.in_rate,
+            q.out_rate,
+            q.pause,
+            q.oldest,
+        )
     ages = [q.oldest for q in per_node if q.oldest is not None]
     imports: dict[str, None] = {}
     for q in per_node:
         imports.update(dict.fromkeys(q.import_from))
     return QueueSnapshot(
-        name=name, length=sum(q.length for q in per_node), per_node=tuple(per_node),
+        name=name,
+        length=sum(q.length for q in per_node),
+        per_node=tuple(per_node),
         blocked=sum(q.blocked for q in per_node),
-        import_rate=sum(q.import_rate for q in per_node), import_from=tuple(imports),
-        in_rate=sum(q.in_rate for q in per_node), out_rate=sum(q.out_rate for q in per_node),
-        pause=merge_pause(q.pause for q in per_node), oldest=max(ages) if ages else None)
+        import_rate=sum(q.import_rate for q in per_node),
+        import_from=tuple(imports),
+        in_rate=sum(q.in_rate for q in per_node),
+        out_rate=sum(q.out_rate for q in per_node),
+        pause=merge_pause(q.pause for q in per_node),
+        oldest=max(ages) if ages else None,
+    )
 
 
 def counter_rate(previous: int | None, current: int, seconds: float) -> float:
@@ -178,8 +194,9 @@ def counter_rate(previous: int | None, current: int, seconds: float) -> float:
     return (current - previous) / seconds
 
 
-def drain_estimate(history: Sequence[tuple[float, int]], start_jobs: int,
-                   window: float = 10.0) -> Drain | None:
+def drain_estimate(
+    history: Sequence[tuple[float, int]], start_jobs: int, window: float = 10.0
+) -> Drain | None:
     """Drain progress of a leaving node from its (time, registered_jobs) samples:
     the rate is the fall of the job count over the last `window` seconds."""
     if not history:
@@ -201,18 +218,17 @@ def drain_estimate(history: Sequence[tuple[float, int]], start_jobs: int,
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
-    taken_at: float                     # wall clock (epoch seconds)
-    seed: str                           # host:port the dashboard was started with
+    taken_at: float  # wall clock (epoch seconds)
+    seed: str  # host:port the dashboard was started with
     nodes: tuple[NodeSnapshot, ...] = ()
     queues: tuple[QueueSnapshot, ...] = ()
     cycle: int = 0
-    poll_ms: float = 0.0                # how long the last poll cycle took
+    poll_ms: float = 0.0  # how long the last poll cycle took
     # one entry per recent cycle, oldest first: {queue: (import rate, jobs-out rate)} for
     # the queues whose rates were not zero; sparse, so a thousand idle queues cost nothing
     rate_history: tuple[Mapping[str, tuple[float, float]], ...] = ()
-    error: str | None = None            # why the last cycle could not poll at all
-    _queue_index: dict[str, QueueSnapshot] = field(default_factory=dict, compare=False,
-                                                   repr=False)
+    error: str | None = None  # why the last cycle could not poll at all
+    _queue_index: dict[str, QueueSnapshot] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self._queue_index and self.queues:

@@ -30,9 +30,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 Cell = str | Text
-Column = tuple[str, str | Text]              # (key, label)
-Row = tuple[str, Sequence[Cell]]             # (logical key, cells)
-PAD = 1                                      # spaces either side of a cell
+Column = tuple[str, str | Text]  # (key, label)
+Row = tuple[str, Sequence[Cell]]  # (logical key, cells)
+PAD = 1  # spaces either side of a cell
 
 
 def cell_len(value: Cell) -> int:
@@ -55,8 +55,11 @@ class SnapshotTable(ScrollView, can_focus=True):
         background: $block-cursor-blurred-background;
     }
     """
-    COMPONENT_CLASSES = {"snapshot-table--header", "snapshot-table--cursor",
-                         "snapshot-table--cursor-blurred"}
+    COMPONENT_CLASSES = {
+        "snapshot-table--header",
+        "snapshot-table--cursor",
+        "snapshot-table--cursor-blurred",
+    }
     BINDINGS = [
         Binding("up", "cursor(-1)", "Up", show=False),
         Binding("down", "cursor(1)", "Down", show=False),
@@ -100,7 +103,7 @@ class SnapshotTable(ScrollView, can_focus=True):
         self._widths: list[int] = []
         self._keys: list[str] = []
         self._cells: list[tuple[Cell, ...]] = []
-        self._lines: dict[int, Strip] = {}          # rendered rows (without cursor)
+        self._lines: dict[int, Strip] = {}  # rendered rows (without cursor)
         self._header: Strip | None = None
         self._style_cache: tuple[Style, Style, Style] | None = None
 
@@ -177,7 +180,7 @@ class SnapshotTable(ScrollView, can_focus=True):
     def _measure(self) -> list[int]:
         widths = [cell_len(label) for _, label in self._columns]
         for row in self._cells:
-            for i, value in enumerate(row[:len(widths)]):
+            for i, value in enumerate(row[: len(widths)]):
                 n = cell_len(value)
                 if n > widths[i]:
                     widths[i] = n
@@ -187,8 +190,9 @@ class SnapshotTable(ScrollView, can_focus=True):
         self._widths = widths if widths is not None else self._measure()
         self._lines.clear()
         self._header = None
-        self.virtual_size = Size(sum(self._widths) + 2 * PAD * len(self._widths),
-                                 len(self._keys) + 1)
+        self.virtual_size = Size(
+            sum(self._widths) + 2 * PAD * len(self._widths), len(self._keys) + 1
+        )
         self.refresh()
 
     # ---- rendering -----------------------------------------------------------------
@@ -199,12 +203,12 @@ class SnapshotTable(ScrollView, can_focus=True):
             if isinstance(value, Text):
                 segments.append(Segment(pad, base))
                 for span_text, span_style in _text_segments(value):
-                    segments.append(Segment(span_text, base + span_style if span_style
-                                            else base))
+                    segments.append(Segment(span_text, base + span_style if span_style else base))
                 segments.append(Segment(" " * (width - value.cell_len) + pad, base))
             else:
-                segments.append(Segment(pad + value + " " * (width - str_cell_len(value)) + pad,
-                                        base))
+                segments.append(
+                    Segment(pad + value + " " * (width - str_cell_len(value)) + pad, base)
+                )
         return Strip(segments)
 
     def _styles(self) -> tuple[Style, Style, Style]:
@@ -214,9 +218,11 @@ class SnapshotTable(ScrollView, can_focus=True):
             self._style_cache = (
                 base,
                 base + self.get_component_rich_style("snapshot-table--header"),
-                base + self.get_component_rich_style(
-                    "snapshot-table--cursor" if self.has_focus
-                    else "snapshot-table--cursor-blurred"))
+                base
+                + self.get_component_rich_style(
+                    "snapshot-table--cursor" if self.has_focus else "snapshot-table--cursor-blurred"
+                ),
+            )
         return self._style_cache
 
     def render_line(self, y: int) -> Strip:
@@ -225,8 +231,9 @@ class SnapshotTable(ScrollView, can_focus=True):
         base, header_style, cursor_style = self._styles()
         if y == 0:
             if self._header is None:
-                self._header = self._render_cells([label for _, label in self._columns],
-                                                  header_style)
+                self._header = self._render_cells(
+                    [label for _, label in self._columns], header_style
+                )
             return self._header.crop_extend(scroll_x, scroll_x + width, header_style)
         row = scroll_y + y - 1
         if row >= len(self._cells):

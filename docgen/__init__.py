@@ -22,9 +22,11 @@ def outputs() -> dict[str, str]:
     """Every generated file: its path under the repository root, and its content."""
     from docgen import completions, man, man_pages
 
-    return {**{path: make() for path, make in completions.SCRIPTS.items()},
-            "man/disque.1": man.man_page(),
-            **{path: make() for path, make in man_pages.PAGES.items()}}
+    return {
+        **{path: make() for path, make in completions.SCRIPTS.items()},
+        "man/disque.1": man.man_page(),
+        **{path: make() for path, make in man_pages.PAGES.items()},
+    }
 
 
 def generate(root: Path = ROOT, check: bool = False) -> list[str]:

@@ -9,8 +9,9 @@ from docgen import generate
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m docgen",
-                                     description="Write completions/ and man/ from the tables.")
+    parser = argparse.ArgumentParser(
+        prog="python -m docgen", description="Write completions/ and man/ from the tables."
+    )
     parser.add_argument("--check", action="store_true", help="fail if files are stale")
     args = parser.parse_args(argv)
     stale = generate(check=args.check)

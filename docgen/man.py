@@ -52,17 +52,17 @@ def _command(entry: commands.Command) -> list[str]:
 # What the man page says of each verb beyond its summary in options.CLUSTER_VERBS.
 VERB_NOTES = {
     "create": "Nodes already in a cluster are merged into one (with a warning). Exit "
-              "status 1, before any CLUSTER MEET, if a node cannot be reached or two "
-              "addresses lead to the same node; 1 too if the mesh is not complete in time.",
+    "status 1, before any CLUSTER MEET, if a node cannot be reached or two "
+    "addresses lead to the same node; 1 too if the mesh is not complete in time.",
     "check": "Exit status 1 when any finding is an error ([ERR]); warnings ([WARN]) do "
-             "not count. With --json: one object with healthy, nodes and findings.",
+    "not count. With --json: one object with healthy, nodes and findings.",
     "info": "With --json: an array of one object per node (full node IDs); with --csv, "
-            "one line per node.",
+    "one line per node.",
     "call": "Each reply is printed as one command's reply would be: typed on a terminal, "
-            "raw in a pipe, one line per node {\"node\", \"id\", \"reply\"} with --json, "
-            "address,reply with --csv. A node that closes the connection on SHUTDOWN counts as "
-            "done. Exit status 1 when a node cannot be reached, or, with -e, when a node "
-            "answered an error.",
+    'raw in a pipe, one line per node {"node", "id", "reply"} with --json, '
+    "address,reply with --csv. A node that closes the connection on SHUTDOWN counts as "
+    "done. Exit status 1 when a node cannot be reached, or, with -e, when a node "
+    "answered an error.",
     "leave": "See Removing a node below.",
 }
 
@@ -111,8 +111,12 @@ def _verb_option(opt: VerbOption) -> str:
 
 
 def _verb(verb: ClusterVerb) -> list[str]:
-    usage = " ".join([f"\\fB{verb.name}\\fR", *(f"\\fI{esc(word)}\\fR" if word != "..."
-                                                   else word for word in verb.args.split())])
+    usage = " ".join(
+        [
+            f"\\fB{verb.name}\\fR",
+            *(f"\\fI{esc(word)}\\fR" if word != "..." else word for word in verb.args.split()),
+        ]
+    )
     usage += "".join(f" [{_verb_option(opt)}]" for opt in verb.options)
     out = [".TP", usage, esc(verb.summary), esc(VERB_NOTES[verb.name])]
     if verb.options:
@@ -154,11 +158,13 @@ def cluster_section() -> list[str]:
 
 
 def _leave_walkthrough() -> list[str]:
-    out = [".SS Removing a node",
-           "\\fBdisque \\-\\-cluster leave\\fR \\fIhost\\fR:\\fIport\\fR removes a node the way",
-           "Disque documents it, without losing a job. It shows what it will do and, on a",
-           "terminal, asks for \\fByes\\fR (\\fB\\-\\-yes\\fR does not ask; without a",
-           "terminal and without \\fB\\-\\-yes\\fR it changes nothing and exits 1), then:"]
+    out = [
+        ".SS Removing a node",
+        "\\fBdisque \\-\\-cluster leave\\fR \\fIhost\\fR:\\fIport\\fR removes a node the way",
+        "Disque documents it, without losing a job. It shows what it will do and, on a",
+        "terminal, asks for \\fByes\\fR (\\fB\\-\\-yes\\fR does not ask; without a",
+        "terminal and without \\fB\\-\\-yes\\fR it changes nothing and exits 1), then:",
+    ]
     for number, step in enumerate(LEAVE_STEPS, 1):
         out += [f'.IP "{number}." 4', esc(step)]
     out += [
@@ -169,9 +175,13 @@ def _leave_walkthrough() -> list[str]:
         "\\fBcluster leaving no\\fR to undo it. If the node dies while draining, the",
         "other nodes still forget it: jobs with copies elsewhere are queued again after",
         "their retry time. In a pipe the walkthrough reads:",
-        ".PP", ".RS 2", ".nf",
+        ".PP",
+        ".RS 2",
+        ".nf",
         *(esc(line) for line in LEAVE_EXAMPLE.splitlines()),
-        ".fi", ".RE"]
+        ".fi",
+        ".RE",
+    ]
     return out
 
 
@@ -241,8 +251,7 @@ def man_page() -> str:
         "the server commands the prompt understands:",
         ".TP",
         "\\fBhelp\\fR, \\fBhelp\\fR \\fIcommand\\fR, \\fBhelp @\\fR\\fIgroup\\fR",
-        "Help on the commands, one command or a group (" +
-        ", ".join(commands.GROUPS) + ").",
+        "Help on the commands, one command or a group (" + ", ".join(commands.GROUPS) + ").",
         ".TP",
         "\\fIN\\fR \\fIcommand\\fR",
         "Run the command N times.",
@@ -269,18 +278,23 @@ def man_page() -> str:
             out += _command(entry)
     out += [
         ".SH ENVIRONMENT",
-        ".TP", "\\fBDISQUECLI_AUTH\\fR",
+        ".TP",
+        "\\fBDISQUECLI_AUTH\\fR",
         "Password used when \\fB\\-a\\fR is not given.",
-        ".TP", "\\fBDISQUECLI_HISTFILE\\fR",
+        ".TP",
+        "\\fBDISQUECLI_HISTFILE\\fR",
         "History file of the interactive mode (\\fI/dev/null\\fR: none).",
-        ".TP", "\\fBFAKETTY\\fR",
+        ".TP",
+        "\\fBFAKETTY\\fR",
         "When set, format replies for a terminal even when standard output is not one.",
         ".SH FILES",
-        ".TP", "\\fI~/.disquecli_history\\fR",
+        ".TP",
+        "\\fI~/.disquecli_history\\fR",
         "Commands typed at the prompt, one per line, readable by its owner only; lines",
         "with a password (AUTH, HELLO ... AUTH, CONFIG SET requirepass or",
         "cluster\\-password) are left out.",
-        ".TP", "\\fI~/.disqueclirc\\fR",
+        ".TP",
+        "\\fI~/.disqueclirc\\fR",
         "Preferences of the interactive mode: \\fB:set hints\\fR or \\fB:set nohints\\fR.",
         ".SH EXIT STATUS",
         "0 on success; 1 when the node cannot be reached, the command line is wrong,",

@@ -18,197 +18,357 @@ SOURCE = "disque-py"
 
 # (group, [(directive, value synopsis, description)]), in the order of the page.
 DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
-    ("Network", [
-        ("port", "port",
-         "TCP port for clients. The cluster bus listens on this port plus 10000, which must "
-         "be free and reachable by the other nodes too."),
-        ("bind", "address [address ...]",
-         "Listen on these addresses only. Without it the node listens on every interface, "
-         "or on the loopback interface only in protected mode (see protected-mode)."),
-        ("protected-mode", "yes|no",
-         "When neither bind nor requirepass is set, listen on the loopback interface only, "
-         "so that a node is never open to the network by accident."),
-        ("timeout", "seconds",
-         "Close the connection of a client idle for this many seconds; 0 never does. "
-         "Clients blocked in GETJOB and MONITOR clients are not closed."),
-        ("tcp-keepalive", "seconds",
-         "Send TCP keepalive probes on client connections idle for this many seconds (then "
-         "every third of it, dropping the connection after 3 unanswered), so dead peers "
-         "are detected; 0 leaves the system's settings."),
-        ("tcp-backlog", "number",
-         "Length of the queue of connections not accepted yet (the kernel caps it at "
-         "net.core.somaxconn)."),
-        ("unixsocket", "path",
-         "Also listen on this Unix socket (a stale file there is removed first; the file "
-         "is removed at shutdown). CONFIG GET and INFO server show it; clients connect "
-         "with disque -s path."),
-        ("unixsocketperm", "octal",
-         "Permissions of the unixsocket file, in octal (700: its owner only); 0 leaves "
-         "them to the umask. Values over 777 are refused."),
-        ("maxclients", "number",
-         "Most clients connected at once; beyond it new connections get "
-         "\"ERR max number of clients reached\" and are closed."),
-        ("client-output-buffer-limit", "normal hard soft soft-seconds",
-         "Close a client whose replies wait unsent (it does not read them) beyond hard "
-         "bytes, or beyond soft bytes for soft-seconds in a row; 0 disables a limit. "
-         "Disque has one class of clients, normal; other classes are refused. Checked "
-         "at every cron tick."),
-    ]),
-    ("Process and logging", [
-        ("dir", "path",
-         "Working directory: the append only file and the cluster configuration file live "
-         "there. Created if missing."),
-        ("daemonize", "yes|no",
-         "Detach from the terminal and run in the background (use pidfile and logfile "
-         "with it)."),
-        ("pidfile", "path",
-         "Write the process ID to this file at startup; it is removed at shutdown."),
-        ("logfile", "path",
-         "Log to this file; empty: to standard output."),
-        ("loglevel", "debug|verbose|notice|warning",
-         "How much to log, from everything to warnings only."),
-        ("syslog-enabled", "yes|no",
-         "Copy every log line to syslog too."),
-        ("syslog-ident", "name",
-         "The syslog identity of the node's lines."),
-        ("syslog-facility", "user|local0|...|local7",
-         "The syslog facility of the node's lines; others are refused."),
-        ("watchdog-period", "milliseconds",
-         "When the event loop stalls longer than this (at least two cron ticks), write "
-         "the stack of every thread to the log, as Redis' software watchdog; the node "
-         "keeps running. 0 disables it."),
-        ("hz", "number",
-         "How many times per second background tasks run: job timers (retry, delay, TTL), "
-         "failure detection, client timeouts, expiring acknowledgements. Higher values are "
-         "more precise and use more CPU."),
-    ]),
-    ("Security and memory", [
-        ("requirepass", "password",
-         "Clients must send AUTH password before any other command. Nodes of a cluster "
-         "talk on the cluster bus, which is not protected by it."),
-        ("maxmemory", "bytes",
-         "Memory limit (units: b, k, kb, m, mb, g, gb), compared with used_memory (INFO "
-         "memory): the memory of the node's data, not of the interpreter. It counts every "
-         "job (545 bytes for the job, its ID, its index, timer and queue entries, plus its "
-         "body), every queue (1,200 bytes plus its name), every client connection (3,500 "
-         "bytes) with its input and output buffers, and the AOF buffers; the process' "
-         "resident size is used_memory_rss. From 75% of the limit new jobs are replicated "
-         "on other nodes without a local copy, and copies from other nodes are refused; "
-         "from 95% acknowledged jobs and idle empty queues are evicted; at 100% commands "
-         "that need memory, such as ADDJOB, are refused with an -OOM error."),
-        ("maxmemory-policy", "acks|noeviction",
-         "acks: from 95% of maxmemory evict what is safe to lose (acknowledged jobs, "
-         "delivered RETRY 0 jobs, idle empty queues); noeviction: evict nothing."),
-    ]),
-    ("Append only file", [
-        ("appendonly", "yes|no",
-         "Log every change of the job set to the append only file, and load it at "
-         "startup, so that jobs survive restarts and crashes. Queues are rebuilt from it "
-         "only after a controlled restart (see aof-enqueue-jobs-once)."),
-        ("appendfilename", "name",
-         "Name of the append only file, in dir."),
-        ("appendfsync", "always|everysec|no",
-         "When to fsync the file: after every write (safest, slowest), once a second "
-         "(the default), or when the operating system decides."),
-        ("aof-enqueue-jobs-once", "yes|no",
-         "At the next start, load the append only file even with appendonly no and queue "
-         "its jobs again, then switch this directive off (rewriting the configuration "
-         "file). Use it to restart a node without losing its queues."),
-        ("aof-load-truncated", "yes|no",
-         "If the append only file ends with an incomplete record (a crash while writing), "
-         "truncate the file after the last complete one, load it and log a warning; with no, "
-         "refuse to start (repair the file with disque-check-aof --fix)."),
-        ("auto-aof-rewrite-percentage", "percent",
-         "Rewrite the append only file in the background when it has grown by this "
-         "percentage since the last rewrite; 0 disables automatic rewrites."),
-        ("auto-aof-rewrite-min-size", "bytes",
-         "No automatic rewrite while the file is smaller than this."),
-        ("no-appendfsync-on-rewrite", "yes|no",
-         "Do not fsync the append only file while a rewrite writes its new file (the "
-         "writes of that time are fsynced when it is done): less disk contention, more "
-         "to lose in a power failure meanwhile."),
-        ("aof-rewrite-incremental-fsync", "yes|no",
-         "While rewriting, fsync the new file every 32 MB written rather than once at "
-         "the end, so the disk is not flooded at once."),
-    ]),
-    ("Cluster", [
-        ("cluster-config-file", "name",
-         "File, in dir, where the node saves its ID and the nodes it knows. Written by "
-         "the node: do not edit it. Each node needs its own."),
-        ("cluster-node-timeout", "milliseconds",
-         "A node that does not answer for this long is flagged PFAIL; when the majority "
-         "of the nodes agree it becomes FAIL. Lower values detect failures sooner."),
-        ("cluster-port", "port",
-         "Port of the cluster bus; 0 means port plus 10000. Beyond Disque, as Redis 7."),
-        ("cluster-announce-ip", "address",
-         "The IP address this node tells the other nodes (and HELLO and CLUSTER NODES "
-         "show), when they cannot reach it at the address they see, as behind NAT or in a "
-         "container. Empty: the address peers see."),
-        ("cluster-announce-port", "port",
-         "The client port this node announces; 0 means port."),
-        ("cluster-announce-bus-port", "port",
-         "The cluster bus port this node announces; 0 means the bus port it listens on. "
-         "CLUSTER MEET reaches a node at its port plus 10000 unless given the bus port "
-         "(CLUSTER MEET ip port bus-port, as Redis 7); disque --cluster create gives it."),
-        ("cluster-password", "secret",
-         "Every cluster bus link starts with a mutual HMAC-SHA256 challenge on this "
-         "shared secret (which never crosses the wire); a peer that does not prove it is "
-         "disconnected. Every node of the cluster needs the same."),
-    ]),
-    ("TLS", [
-        ("tls-port", "port",
-         "Open a TLS client port too (tls-cert-file and tls-key-file are required)."),
-        ("tls-cert-file", "path",
-         "The node's certificate, for tls-port and tls-cluster."),
-        ("tls-key-file", "path",
-         "The private key of tls-cert-file."),
-        ("tls-ca-cert-file", "path",
-         "CA certificates that verify client certificates and, with tls-cluster, peers."),
-        ("tls-auth-clients", "yes|no|optional",
-         "Whether TLS clients must present a certificate signed by tls-ca-cert-file."),
-        ("tls-cluster", "yes|no",
-         "Run the cluster bus over TLS, peers verified against tls-ca-cert-file."),
-    ]),
-    ("Queues", [
-        ("queue-max-idle-time", "seconds",
-         "An empty queue, with no client waiting on it and no state (such as PAUSE), is "
-         "forgotten after this many seconds without activity."),
-    ]),
-    ("Accepted for compatibility", [
-        ("databases", "number",
-         "Accepted and shown by CONFIG GET as by Disque, which has no databases either: "
-         "no effect."),
-        ("maxmemory-samples", "number",
-         "Accepted and shown by CONFIG GET as by Disque, whose eviction does not use it "
-         "either: no effect."),
-        ("activerehashing", "yes|no",
-         "Accepted and shown by CONFIG GET as by Disque; Python's dictionaries resize "
-         "at once, so there is no incremental rehashing to run: no effect."),
-    ]),
-    ("Monitoring", [
-        ("slowlog-log-slower-than", "microseconds",
-         "Record in the slow log the commands that take longer than this; a negative "
-         "value disables the slow log, 0 records every command (SLOWLOG GET)."),
-        ("slowlog-max-len", "number",
-         "How many entries the slow log keeps."),
-        ("latency-monitor-threshold", "milliseconds",
-         "Record events (such as a late event loop) that take at least this long, for "
-         "LATENCY LATEST and LATENCY HISTORY; 0 disables the latency monitor."),
-        ("metrics-port", "port",
-         "Serve Prometheus metrics at /metrics on this port (HTTPS when tls-cert-file and "
-         "tls-key-file are set, with tls-auth-clients applying to scrapers); 0 serves none. "
-         "Beyond Disque."),
-        ("metrics-bind", "address [address ...]",
-         "Addresses of the metrics endpoint; without it, those of the client port."),
-        ("metrics-max-queues", "number",
-         "Most queues given their own series (the longest first); "
-         "disque_queues_not_exported counts the others."),
-    ]),
+    (
+        "Network",
+        [
+            (
+                "port",
+                "port",
+                "TCP port for clients. The cluster bus listens on this port plus 10000, which must "
+                "be free and reachable by the other nodes too.",
+            ),
+            (
+                "bind",
+                "address [address ...]",
+                "Listen on these addresses only. Without it the node listens on every interface, "
+                "or on the loopback interface only in protected mode (see protected-mode).",
+            ),
+            (
+                "protected-mode",
+                "yes|no",
+                "When neither bind nor requirepass is set, listen on the loopback interface only, "
+                "so that a node is never open to the network by accident.",
+            ),
+            (
+                "timeout",
+                "seconds",
+                "Close the connection of a client idle for this many seconds; 0 never does. "
+                "Clients blocked in GETJOB and MONITOR clients are not closed.",
+            ),
+            (
+                "tcp-keepalive",
+                "seconds",
+                "Send TCP keepalive probes on client connections idle for this many seconds (then "
+                "every third of it, dropping the connection after 3 unanswered), so dead peers "
+                "are detected; 0 leaves the system's settings.",
+            ),
+            (
+                "tcp-backlog",
+                "number",
+                "Length of the queue of connections not accepted yet (the kernel caps it at "
+                "net.core.somaxconn).",
+            ),
+            (
+                "unixsocket",
+                "path",
+                "Also listen on this Unix socket (a stale file there is removed first; the file "
+                "is removed at shutdown). CONFIG GET and INFO server show it; clients connect "
+                "with disque -s path.",
+            ),
+            (
+                "unixsocketperm",
+                "octal",
+                "Permissions of the unixsocket file, in octal (700: its owner only); 0 leaves "
+                "them to the umask. Values over 777 are refused.",
+            ),
+            (
+                "maxclients",
+                "number",
+                "Most clients connected at once; beyond it new connections get "
+                '"ERR max number of clients reached" and are closed.',
+            ),
+            (
+                "client-output-buffer-limit",
+                "normal hard soft soft-seconds",
+                "Close a client whose replies wait unsent (it does not read them) beyond hard "
+                "bytes, or beyond soft bytes for soft-seconds in a row; 0 disables a limit. "
+                "Disque has one class of clients, normal; other classes are refused. Checked "
+                "at every cron tick.",
+            ),
+        ],
+    ),
+    (
+        "Process and logging",
+        [
+            (
+                "dir",
+                "path",
+                "Working directory: the append only file and the cluster configuration file live "
+                "there. Created if missing.",
+            ),
+            (
+                "daemonize",
+                "yes|no",
+                "Detach from the terminal and run in the background (use pidfile and logfile "
+                "with it).",
+            ),
+            (
+                "pidfile",
+                "path",
+                "Write the process ID to this file at startup; it is removed at shutdown.",
+            ),
+            ("logfile", "path", "Log to this file; empty: to standard output."),
+            (
+                "loglevel",
+                "debug|verbose|notice|warning",
+                "How much to log, from everything to warnings only.",
+            ),
+            ("syslog-enabled", "yes|no", "Copy every log line to syslog too."),
+            ("syslog-ident", "name", "The syslog identity of the node's lines."),
+            (
+                "syslog-facility",
+                "user|local0|...|local7",
+                "The syslog facility of the node's lines; others are refused.",
+            ),
+            (
+                "watchdog-period",
+                "milliseconds",
+                "When the event loop stalls longer than this (at least two cron ticks), write "
+                "the stack of every thread to the log, as Redis' software watchdog; the node "
+                "keeps running. 0 disables it.",
+            ),
+            (
+                "hz",
+                "number",
+                "How many times per second background tasks run: job timers (retry, delay, TTL), "
+                "failure detection, client timeouts, expiring acknowledgements. Higher values are "
+                "more precise and use more CPU.",
+            ),
+        ],
+    ),
+    (
+        "Security and memory",
+        [
+            (
+                "requirepass",
+                "password",
+                "Clients must send AUTH password before any other command. Nodes of a cluster "
+                "talk on the cluster bus, which is not protected by it.",
+            ),
+            (
+                "maxmemory",
+                "bytes",
+                "Memory limit (units: b, k, kb, m, mb, g, gb), compared with used_memory (INFO "
+                "memory): the memory of the node's data, not of the interpreter. It counts every "
+                "job (545 bytes for the job, its ID, its index, timer and queue entries, plus its "
+                "body), every queue (1,200 bytes plus its name), every client connection (3,500 "
+                "bytes) with its input and output buffers, and the AOF buffers; the process' "
+                "resident size is used_memory_rss. From 75% of the limit new jobs are replicated "
+                "on other nodes without a local copy, and copies from other nodes are refused; "
+                "from 95% acknowledged jobs and idle empty queues are evicted; at 100% commands "
+                "that need memory, such as ADDJOB, are refused with an -OOM error.",
+            ),
+            (
+                "maxmemory-policy",
+                "acks|noeviction",
+                "acks: from 95% of maxmemory evict what is safe to lose (acknowledged jobs, "
+                "delivered RETRY 0 jobs, idle empty queues); noeviction: evict nothing.",
+            ),
+        ],
+    ),
+    (
+        "Append only file",
+        [
+            (
+                "appendonly",
+                "yes|no",
+                "Log every change of the job set to the append only file, and load it at "
+                "startup, so that jobs survive restarts and crashes. Queues are rebuilt from it "
+                "only after a controlled restart (see aof-enqueue-jobs-once).",
+            ),
+            ("appendfilename", "name", "Name of the append only file, in dir."),
+            (
+                "appendfsync",
+                "always|everysec|no",
+                "When to fsync the file: after every write (safest, slowest), once a second "
+                "(the default), or when the operating system decides.",
+            ),
+            (
+                "aof-enqueue-jobs-once",
+                "yes|no",
+                "At the next start, load the append only file even with appendonly no and queue "
+                "its jobs again, then switch this directive off (rewriting the configuration "
+                "file). Use it to restart a node without losing its queues.",
+            ),
+            (
+                "aof-load-truncated",
+                "yes|no",
+                "If the append only file ends with an incomplete record (a crash while writing), "
+                "truncate the file after the last complete one, load it and log a warning; with no, "
+                "refuse to start (repair the file with disque-check-aof --fix).",
+            ),
+            (
+                "auto-aof-rewrite-percentage",
+                "percent",
+                "Rewrite the append only file in the background when it has grown by this "
+                "percentage since the last rewrite; 0 disables automatic rewrites.",
+            ),
+            (
+                "auto-aof-rewrite-min-size",
+                "bytes",
+                "No automatic rewrite while the file is smaller than this.",
+            ),
+            (
+                "no-appendfsync-on-rewrite",
+                "yes|no",
+                "Do not fsync the append only file while a rewrite writes its new file (the "
+                "writes of that time are fsynced when it is done): less disk contention, more "
+                "to lose in a power failure meanwhile.",
+            ),
+            (
+                "aof-rewrite-incremental-fsync",
+                "yes|no",
+                "While rewriting, fsync the new file every 32 MB written rather than once at "
+                "the end, so the disk is not flooded at once.",
+            ),
+        ],
+    ),
+    (
+        "Cluster",
+        [
+            (
+                "cluster-config-file",
+                "name",
+                "File, in dir, where the node saves its ID and the nodes it knows. Written by "
+                "the node: do not edit it. Each node needs its own.",
+            ),
+            (
+                "cluster-node-timeout",
+                "milliseconds",
+                "A node that does not answer for this long is flagged PFAIL; when the majority "
+                "of the nodes agree it becomes FAIL. Lower values detect failures sooner.",
+            ),
+            (
+                "cluster-port",
+                "port",
+                "Port of the cluster bus; 0 means port plus 10000. Beyond Disque, as Redis 7.",
+            ),
+            (
+                "cluster-announce-ip",
+                "address",
+                "The IP address this node tells the other nodes (and HELLO and CLUSTER NODES "
+                "show), when they cannot reach it at the address they see, as behind NAT or in a "
+                "container. Empty: the address peers see.",
+            ),
+            ("cluster-announce-port", "port", "The client port this node announces; 0 means port."),
+            (
+                "cluster-announce-bus-port",
+                "port",
+                "The cluster bus port this node announces; 0 means the bus port it listens on. "
+                "CLUSTER MEET reaches a node at its port plus 10000 unless given the bus port "
+                "(CLUSTER MEET ip port bus-port, as Redis 7); disque --cluster create gives it.",
+            ),
+            (
+                "cluster-password",
+                "secret",
+                "Every cluster bus link starts with a mutual HMAC-SHA256 challenge on this "
+                "shared secret (which never crosses the wire); a peer that does not prove it is "
+                "disconnected. Every node of the cluster needs the same.",
+            ),
+        ],
+    ),
+    (
+        "TLS",
+        [
+            (
+                "tls-port",
+                "port",
+                "Open a TLS client port too (tls-cert-file and tls-key-file are required).",
+            ),
+            ("tls-cert-file", "path", "The node's certificate, for tls-port and tls-cluster."),
+            ("tls-key-file", "path", "The private key of tls-cert-file."),
+            (
+                "tls-ca-cert-file",
+                "path",
+                "CA certificates that verify client certificates and, with tls-cluster, peers.",
+            ),
+            (
+                "tls-auth-clients",
+                "yes|no|optional",
+                "Whether TLS clients must present a certificate signed by tls-ca-cert-file.",
+            ),
+            (
+                "tls-cluster",
+                "yes|no",
+                "Run the cluster bus over TLS, peers verified against tls-ca-cert-file.",
+            ),
+        ],
+    ),
+    (
+        "Queues",
+        [
+            (
+                "queue-max-idle-time",
+                "seconds",
+                "An empty queue, with no client waiting on it and no state (such as PAUSE), is "
+                "forgotten after this many seconds without activity.",
+            ),
+        ],
+    ),
+    (
+        "Accepted for compatibility",
+        [
+            (
+                "databases",
+                "number",
+                "Accepted and shown by CONFIG GET as by Disque, which has no databases either: "
+                "no effect.",
+            ),
+            (
+                "maxmemory-samples",
+                "number",
+                "Accepted and shown by CONFIG GET as by Disque, whose eviction does not use it "
+                "either: no effect.",
+            ),
+            (
+                "activerehashing",
+                "yes|no",
+                "Accepted and shown by CONFIG GET as by Disque; Python's dictionaries resize "
+                "at once, so there is no incremental rehashing to run: no effect.",
+            ),
+        ],
+    ),
+    (
+        "Monitoring",
+        [
+            (
+                "slowlog-log-slower-than",
+                "microseconds",
+                "Record in the slow log the commands that take longer than this; a negative "
+                "value disables the slow log, 0 records every command (SLOWLOG GET).",
+            ),
+            ("slowlog-max-len", "number", "How many entries the slow log keeps."),
+            (
+                "latency-monitor-threshold",
+                "milliseconds",
+                "Record events (such as a late event loop) that take at least this long, for "
+                "LATENCY LATEST and LATENCY HISTORY; 0 disables the latency monitor.",
+            ),
+            (
+                "metrics-port",
+                "port",
+                "Serve Prometheus metrics at /metrics on this port (HTTPS when tls-cert-file and "
+                "tls-key-file are set, with tls-auth-clients applying to scrapers); 0 serves none. "
+                "Beyond Disque.",
+            ),
+            (
+                "metrics-bind",
+                "address [address ...]",
+                "Addresses of the metrics endpoint; without it, those of the client port.",
+            ),
+            (
+                "metrics-max-queues",
+                "number",
+                "Most queues given their own series (the longest first); "
+                "disque_queues_not_exported counts the others.",
+            ),
+        ],
+    ),
 ]
 
 
 def _human_bytes(value: int) -> str:
-    for unit, scale in (("gb", 1024 ** 3), ("mb", 1024 ** 2), ("kb", 1024)):
+    for unit, scale in (("gb", 1024**3), ("mb", 1024**2), ("kb", 1024)):
         if value and value % scale == 0:
             return f"{value // scale}{unit}"
     return str(value)
@@ -216,6 +376,7 @@ def _human_bytes(value: int) -> str:
 
 def default_of(name: str) -> str:
     from disque_server.config import PARAMS, format_value, parse_memory
+
     param = PARAMS[name]
     if name == "dir":
         return "the current directory"
@@ -227,6 +388,7 @@ def default_of(name: str) -> str:
 
 def settable(name: str) -> bool:
     from disque_server.config import PARAMS
+
     return PARAMS[name].settable and PARAMS[name].visible
 
 
@@ -256,8 +418,10 @@ def conf_page() -> str:
     for group, entries in DIRECTIVES:
         out.append(f".SS {esc(group)}")
         for name, synopsis, text in entries:
-            words = " ".join(f"\\fI{esc(word)}\\fR" if word not in ("yes|no",) and "|" not in word
-                             else esc(word) for word in synopsis.split(" "))
+            words = " ".join(
+                f"\\fI{esc(word)}\\fR" if word not in ("yes|no",) and "|" not in word else esc(word)
+                for word in synopsis.split(" ")
+            )
             note = f"Default: \\fB{esc(default_of(name))}\\fR"
             note += "; runtime." if settable(name) else "."
             out += [".TP", f"\\fB{esc(name)}\\fR {words}", esc(text), note]
@@ -271,16 +435,18 @@ def conf_page() -> str:
         "logfile /var/log/disque/7711.log",
         "daemonize yes",
         "pidfile /run/disque/7711.pid",
-        "requirepass \"a long secret\"",
+        'requirepass "a long secret"',
         "maxmemory 2gb",
         "appendonly yes",
         "appendfsync everysec",
         "cluster\\-node\\-timeout 5000",
         ".fi",
         ".SH FILES",
-        ".TP", "\\fIdir\\fR/\\fBnodes.conf\\fR",
+        ".TP",
+        "\\fIdir\\fR/\\fBnodes.conf\\fR",
         "The cluster configuration file (cluster\\-config\\-file).",
-        ".TP", "\\fIdir\\fR/\\fBdisque.aof\\fR",
+        ".TP",
+        "\\fIdir\\fR/\\fBdisque.aof\\fR",
         "The append only file (appendfilename).",
         ".SH SEE ALSO",
         "\\fBdisque\\-server\\fR(1), \\fBdisque\\fR(1), \\fBdisque\\-check\\-aof\\fR(1)",
@@ -290,6 +456,7 @@ def conf_page() -> str:
 
 
 # ---- disque-server(1) -------------------------------------------------------------------
+
 
 def server_page() -> str:
     out = [
@@ -319,20 +486,26 @@ def server_page() -> str:
         "\\fBdisque \\-\\-cluster create\\fR; \\fBdisque \\-\\-cluster leave\\fR removes a node",
         "without losing its jobs.",
         ".SH OPTIONS",
-        ".TP", "\\fI/path/to/disque.conf\\fR",
+        ".TP",
+        "\\fI/path/to/disque.conf\\fR",
         "Read the configuration from this file (see \\fBdisque.conf\\fR(5)). Without it",
         "every directive has its default value.",
-        ".TP", "\\fB\\-\\fR",
+        ".TP",
+        "\\fB\\-\\fR",
         "Read the configuration from standard input.",
-        ".TP", "\\fB\\-\\-\\fR\\fIdirective value\\fR ...",
+        ".TP",
+        "\\fB\\-\\-\\fR\\fIdirective value\\fR ...",
         "Any directive of \\fBdisque.conf\\fR(5), applied after the file, as if appended",
         "to it: \\fB\\-\\-port 7777\\fR, \\fB\\-\\-bind 10.0.0.1 127.0.0.1\\fR.",
-        ".TP", "\\fB\\-v\\fR, \\fB\\-\\-version\\fR",
+        ".TP",
+        "\\fB\\-v\\fR, \\fB\\-\\-version\\fR",
         "Print the version and exit.",
-        ".TP", "\\fB\\-h\\fR, \\fB\\-\\-help\\fR",
+        ".TP",
+        "\\fB\\-h\\fR, \\fB\\-\\-help\\fR",
         "Print the usage and exit.",
         ".SH SIGNALS",
-        ".TP", "\\fBSIGTERM\\fR, \\fBSIGINT\\fR",
+        ".TP",
+        "\\fBSIGTERM\\fR, \\fBSIGINT\\fR",
         "Shut down cleanly: stop accepting clients, flush the append only file, save the",
         "cluster configuration. A second signal exits at once.",
         ".SH EXIT STATUS",
@@ -341,17 +514,22 @@ def server_page() -> str:
         ".SH EXAMPLES",
     ]
     for command, what in (
-            ("disque\\-server", "a node on port 7711 with the default configuration"),
-            ("disque\\-server /etc/disque/7711.conf", "a node configured by a file"),
-            ("disque\\-server \\-\\-port 7712 \\-\\-dir /var/lib/disque/7712",
-             "a second node on the same host"),
-            ("disque \\-p 7712 cluster meet 127.0.0.1 7711", "join it to the first one")):
+        ("disque\\-server", "a node on port 7711 with the default configuration"),
+        ("disque\\-server /etc/disque/7711.conf", "a node configured by a file"),
+        (
+            "disque\\-server \\-\\-port 7712 \\-\\-dir /var/lib/disque/7712",
+            "a second node on the same host",
+        ),
+        ("disque \\-p 7712 cluster meet 127.0.0.1 7711", "join it to the first one"),
+    ):
         out += [".PP", what + ":", ".RS", ".nf", command, ".fi", ".RE"]
     out += [
         ".SH FILES",
-        ".TP", "\\fBnodes.conf\\fR",
+        ".TP",
+        "\\fBnodes.conf\\fR",
         "In \\fBdir\\fR: the node ID and the nodes it knows (cluster\\-config\\-file).",
-        ".TP", "\\fBdisque.aof\\fR",
+        ".TP",
+        "\\fBdisque.aof\\fR",
         "In \\fBdir\\fR: the append only file, with \\fBappendonly yes\\fR.",
         ".SH SEE ALSO",
         "\\fBdisque.conf\\fR(5), \\fBdisque\\fR(1), \\fBdisque\\-tui\\fR(1),",
@@ -366,31 +544,34 @@ def server_page() -> str:
 TUI_DESCRIPTIONS = {
     "help": "Print the usage and exit.",
     "host": "A node of the cluster to start from (default 127.0.0.1). The dashboard "
-            "finds the other nodes through it.",
+    "finds the other nodes through it.",
     "port": "Its client port (default 7711).",
     "password": "Password sent with AUTH to every node (default: the DISQUECLI_AUTH "
-                "environment variable).",
+    "environment variable).",
     "interval": "Seconds between two polls of the cluster (default 1.0).",
     "timeout": "Seconds after which a node that does not answer is shown down (default: "
-               "twice the interval, at least 1).",
+    "twice the interval, at least 1).",
     "scan_count": "COUNT of each QSCAN page when listing queues (default 500).",
     "once": "Poll twice, one interval apart (rates need two polls), print the overview "
-            "(problems, nodes, queues that matter) as plain text and exit, like top -b -n 1. "
-            "Also what happens when standard output is not a terminal.",
+    "(problems, nodes, queues that matter) as plain text and exit, like top -b -n 1. "
+    "Also what happens when standard output is not a terminal.",
     "screenshot_dir": "Where the command palette's Screenshot saves its SVG (default: the "
-                      "current directory); the notice says where it went, or why not.",
+    "current directory); the notice says where it went, or why not.",
     # The TLS options are disque(1)'s: the same words here.
     **{opt.dest: opt.help for opt in OPTIONS if opt.dest in TLS_DESTS},
     "tls": "Connect to every node over TLS: to host:port (its tls-port) and to the other "
-           "nodes at the ports HELLO lists. Each of --cacert, --cert, --key and --insecure "
-           "implies it.",
+    "nodes at the ports HELLO lists. Each of --cacert, --cert, --key and --insecure "
+    "implies it.",
 }
 
 
-TUI_METAVARS = {"interval": "seconds", "timeout": "seconds", "scan_count": "count",
-                "screenshot_dir": "dir",
-                **{opt.dest: opt.metavar for opt in OPTIONS
-                   if opt.dest in TLS_DESTS and opt.metavar}}
+TUI_METAVARS = {
+    "interval": "seconds",
+    "timeout": "seconds",
+    "scan_count": "count",
+    "screenshot_dir": "dir",
+    **{opt.dest: opt.metavar for opt in OPTIONS if opt.dest in TLS_DESTS and opt.metavar},
+}
 
 
 def tui_page() -> str:
@@ -450,13 +631,26 @@ def tui_page() -> str:
         "\\fB\\-\\-once\\fR (or without a terminal): 1 when the overview names an error",
         "(a node down or failing, jobs stranded), else 0.",
         ".SH ENVIRONMENT",
-        ".TP", "\\fBDISQUECLI_AUTH\\fR",
+        ".TP",
+        "\\fBDISQUECLI_AUTH\\fR",
         "Password used when \\fB\\-a\\fR is not given.",
         ".SH EXAMPLES",
-        ".PP", ".nf", "disque\\-tui \\-p 7711", ".fi",
-        ".PP", ".nf", "disque\\-tui \\-h 10.0.0.1 \\-a \"$SECRET\" \\-\\-interval 0.5", ".fi",
-        ".PP", ".nf", "disque\\-tui \\-h 10.0.0.1 \\-p 7811 \\-\\-tls \\-\\-cacert ca.crt", ".fi",
-        ".PP", ".nf", "disque\\-tui \\-p 7711 \\-\\-once >> /var/log/disque\\-overview.log", ".fi",
+        ".PP",
+        ".nf",
+        "disque\\-tui \\-p 7711",
+        ".fi",
+        ".PP",
+        ".nf",
+        'disque\\-tui \\-h 10.0.0.1 \\-a "$SECRET" \\-\\-interval 0.5',
+        ".fi",
+        ".PP",
+        ".nf",
+        "disque\\-tui \\-h 10.0.0.1 \\-p 7811 \\-\\-tls \\-\\-cacert ca.crt",
+        ".fi",
+        ".PP",
+        ".nf",
+        "disque\\-tui \\-p 7711 \\-\\-once >> /var/log/disque\\-overview.log",
+        ".fi",
         ".SH SEE ALSO",
         "\\fBdisque\\fR(1), \\fBdisque\\-server\\fR(1)",
         "",

@@ -33,8 +33,15 @@ CLUSTER_GOLDEN = REFERENCE_DIR / "disque-1.0-rc1-cluster.txt"
 
 JOBID = re.compile(r"D-[0-9a-f]{8}-[A-Za-z0-9+/]{24}-[0-9a-f]{4}")
 NODEID = re.compile(r"\b[0-9a-f]{40}\b")
-VOLATILE_KEYS = {"ctime", "next-requeue-within", "next-awake-within", "ttl",
-                 "age", "idle", "import-rate"}
+VOLATILE_KEYS = {
+    "ctime",
+    "next-requeue-within",
+    "next-awake-within",
+    "ttl",
+    "age",
+    "idle",
+    "import-rate",
+}
 SKIP_CMDS = {"TIME", "CLIENT", "COMMAND", "SLOWLOG", "LATENCY", "DEBUG"}
 
 Tree = tuple[str, Any]
@@ -43,6 +50,7 @@ Tree = tuple[str, Any]
 # ---------------------------------------------------------------------------
 # Raw RESP connection
 # ---------------------------------------------------------------------------
+
 
 def encode(args: list[Any] | tuple[Any, ...]) -> bytes:
     """Encode a command as a RESP multibulk (hiredis's encoder)."""
@@ -160,12 +168,13 @@ def pairs(flat: list[Any] | None) -> dict[str, Any] | None:
 # Recording parser, normalisation, rendering (port of conform.py)
 # ---------------------------------------------------------------------------
 
+
 def parse_golden(path: str | Path) -> list[tuple[int, str, Tree]]:
     """-> list of (port, command line, reply tree) from a transcript file."""
     lines = Path(path).read_text().split("\n")
 
     def node(i: int, depth: int) -> tuple[Tree, int]:
-        body = lines[i][2 * depth:]
+        body = lines[i][2 * depth :]
         if body.startswith("*"):
             n = int(body[1:])
             i += 1
@@ -213,8 +222,10 @@ def norm(tree: Tree, cmd: str, ports: dict[str, str] | None = None) -> Tree:
     t, v = tree
     head = cmd.split()[0].upper()
     if head == "INFO" and t == "$":
-        return ("$", tuple(line.split(":")[0] for line in v.replace("\r", "").split("\n")
-                           if line.strip()))
+        return (
+            "$",
+            tuple(line.split(":")[0] for line in v.replace("\r", "").split("\n") if line.strip()),
+        )
     if head == "CLUSTER" and t == "$":  # NODES / INFO: field names and shapes
         rows = [line.split() for line in v.replace("\r", "").split("\n") if line.strip()]
         return ("$", tuple((norm_str(r[0], ports) if r else "", len(r)) for r in rows))
@@ -267,6 +278,7 @@ def bad_job_ids(tree: Tree) -> list[str]:
 # Replay
 # ---------------------------------------------------------------------------
 
+
 @dataclass
 class Mismatch:
     port: int
@@ -285,12 +297,12 @@ class Result:
     mismatches: list[Mismatch] = field(default_factory=list)
 
     def report(self) -> str:
-        return "\n".join(map(str, self.mismatches)) + \
-            f"\n{self.passed} passed, {self.failed} failed"
+        return (
+            "\n".join(map(str, self.mismatches)) + f"\n{self.passed} passed, {self.failed} failed"
+        )
 
 
-def replay(golden: str | Path, script: str | Path, base_port: int,
-           timeout: float = 10.0) -> Result:
+def replay(golden: str | Path, script: str | Path, base_port: int, timeout: float = 10.0) -> Result:
     """Send every command of `script` to the node(s) at `base_port`+ and compare
     each reply with the recording `golden`. Ports of the recording map in order
     onto base_port, base_port+1, ..."""
@@ -343,8 +355,11 @@ def replay(golden: str | Path, script: str | Path, base_port: int,
                 result.passed += 1
             else:
                 result.failed += 1
-                result.mismatches.append(Mismatch(cur, line, render(norm(gtree, gcmd, ports)),
-                                                  render(norm(got, line, ports))))
+                result.mismatches.append(
+                    Mismatch(
+                        cur, line, render(norm(gtree, gcmd, ports)), render(norm(got, line, ports))
+                    )
+                )
     finally:
         for c in conns.values():
             c.close()
@@ -361,4 +376,5 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     import sys
+
     sys.exit(main(sys.argv))

@@ -29,8 +29,12 @@ def start_node(tmp_path: Path) -> Iterator:
     """Factory: start_node(config={...}, args=[...]) -> a running Node."""
     nodes: list[Node] = []
 
-    def factory(config: dict[str, str] | None = None, args: list[str] | None = None,
-                wait: bool = True, name: str | None = None) -> Node:
+    def factory(
+        config: dict[str, str] | None = None,
+        args: list[str] | None = None,
+        wait: bool = True,
+        name: str | None = None,
+    ) -> Node:
         node = Node(tmp_path / (name or f"node{len(nodes)}"), config=config, args=args)
         nodes.append(node)
         return node.start(wait=wait)
@@ -59,8 +63,9 @@ def start_cluster(start_node) -> Iterator:
     cluster-node-timeout defaults to 1500 ms so failure detection is quick.
     """
 
-    def factory(n: int = 3, config: dict[str, str] | None = None,
-                mesh: bool = True) -> ClusterOfNodes:
+    def factory(
+        n: int = 3, config: dict[str, str] | None = None, mesh: bool = True
+    ) -> ClusterOfNodes:
         cfg = {"cluster-node-timeout": "1500", **(config or {})}
         cluster = ClusterOfNodes([start_node(config=cfg) for _ in range(n)])
         if mesh:
@@ -86,13 +91,52 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
     def run(*args: str) -> None:
         subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test-ca",
-        "-keyout", "ca.key", "-out", "ca.crt")
-    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-        "-keyout", "node.key", "-out", "node.csr")
+
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test-ca",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+    )
+    run(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        "node.key",
+        "-out",
+        "node.csr",
+    )
     (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
-    run("x509", "-req", "-in", "node.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-        "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "node.crt")
+    run(
+        "x509",
+        "-req",
+        "-in",
+        "node.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+        "-out",
+        "node.crt",
+    )
     return {"ca": str(d / "ca.crt"), "cert": str(d / "node.crt"), "key": str(d / "node.key")}
 
 
@@ -103,8 +147,7 @@ def start_tls_node(start_node, certs: dict[str, str]) -> Iterator:
     The node keeps its plain port (node.port, for checks with node.call); the
     client under test is given only the TLS port."""
 
-    def factory(auth_clients: str = "no",
-                config: dict[str, str] | None = None) -> tuple[Node, int]:
+    def factory(auth_clients: str = "no", config: dict[str, str] | None = None) -> tuple[Node, int]:
         tls_port = free_port()
         cfg = {**tls_config(certs, tls_port), "tls-auth-clients": auth_clients, **(config or {})}
         return start_node(config=cfg), tls_port

@@ -23,8 +23,12 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02,
-             message: str = "condition") -> Any:
+def wait_for(
+    predicate: Callable[[], Any],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    message: str = "condition",
+) -> Any:
     """Poll `predicate` until it returns a truthy value; fail the test after `timeout`."""
     deadline = time.monotonic() + timeout
     last_exc: Exception | None = None
@@ -36,8 +40,10 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
         except Exception as exc:  # the node may be starting or restarting
             last_exc = exc
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {message}"
-                         + (f" (last error: {last_exc!r})" if last_exc else ""))
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {message}"
+        + (f" (last error: {last_exc!r})" if last_exc else "")
+    )
 
 
 def as_dict(reply: list | None) -> dict:
@@ -77,15 +83,24 @@ def free_port() -> int:
 
 def tls_config(certs: dict[str, str], port: int) -> dict[str, str]:
     """Config of a node with a TLS client port on `port` (certs: the `certs` fixture)."""
-    return {"tls-port": str(port), "tls-cert-file": certs["cert"],
-            "tls-key-file": certs["key"], "tls-ca-cert-file": certs["ca"]}
+    return {
+        "tls-port": str(port),
+        "tls-cert-file": certs["cert"],
+        "tls-key-file": certs["key"],
+        "tls-ca-cert-file": certs["ca"],
+    }
 
 
 class Node:
     """One disque-server process under test."""
 
-    def __init__(self, workdir: Path, port: int | None = None,
-                 config: dict[str, str] | None = None, args: list[str] | None = None):
+    def __init__(
+        self,
+        workdir: Path,
+        port: int | None = None,
+        config: dict[str, str] | None = None,
+        args: list[str] | None = None,
+    ):
         self.port = port or free_port()
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -96,9 +111,18 @@ class Node:
 
     # ---- process control -------------------------------------------------
     def command_line(self) -> list[str]:
-        cmd = [sys.executable, "-m", "disque_server", *self.extra_args,
-               "--port", str(self.port), "--dir", str(self.dir),
-               "--logfile", str(self.logfile)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "disque_server",
+            *self.extra_args,
+            "--port",
+            str(self.port),
+            "--dir",
+            str(self.dir),
+            "--logfile",
+            str(self.logfile),
+        ]
         for key, value in self.config.items():
             cmd += [f"--{key}", str(value)]
         return cmd
@@ -106,8 +130,13 @@ class Node:
     def start(self, wait: bool = True) -> Node:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        self.proc = subprocess.Popen(self.command_line(), cwd=self.dir, env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            self.command_line(),
+            cwd=self.dir,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         if wait:
             self.wait_ready()
         return self
@@ -122,14 +151,15 @@ class Node:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
                     s.sendall(b"PING\r\n")
-                    if s.recv(16)[:1] in (b"+", b"-"):   # PONG, or NOAUTH with a password
+                    if s.recv(16)[:1] in (b"+", b"-"):  # PONG, or NOAUTH with a password
                         return
             except OSError:
                 pass
             time.sleep(0.02)
         self.terminate()
-        raise AssertionError(f"timed out after {timeout}s waiting for node on port "
-                             f"{self.port} to accept connections")
+        raise AssertionError(
+            f"timed out after {timeout}s waiting for node on port {self.port} to accept connections"
+        )
 
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -166,8 +196,7 @@ class Node:
         """Kill this node and start a fresh one (empty dir: a new ID) on its port,
         as an operator replacing a dead machine would. The caller stops it."""
         self.kill()
-        return Node(workdir, port=self.port, config=self.config,
-                    args=self.extra_args).start()
+        return Node(workdir, port=self.port, config=self.config, args=self.extra_args).start()
 
     # ---- talking to it ---------------------------------------------------
     def client(self, **kwargs: Any) -> redis.Redis:
@@ -220,10 +249,12 @@ class ClusterOfNodes:
             for n in members:
                 info = n.call("CLUSTER", "INFO").decode()
                 fields = dict(line.split(":", 1) for line in info.split("\r\n") if ":" in line)
-                if fields["cluster_known_nodes"] != str(expected) or \
-                        fields["cluster_reachable_nodes"] != str(expected - 1):
+                if fields["cluster_known_nodes"] != str(expected) or fields[
+                    "cluster_reachable_nodes"
+                ] != str(expected - 1):
                     return False
             return True
+
         wait_for(meshed, timeout, message=f"a full mesh of {expected} nodes")
 
     def node_ids(self) -> list[bytes]:

@@ -13,8 +13,11 @@ UNKNOWN_ALO = "D-00000000-000000000000000000000000-0001"  # well formed, at-leas
 UNKNOWN_AMO = "D-00000000-000000000000000000000000-0000"  # well formed, at-most-once
 BADID = ("-", "BADID Invalid Job ID format.")
 NOJOB = ("-", "NOJOB Job not known in the context of this node.")
-TOOLATE = ("-", "TOOLATE Half of job TTL already elapsed, you are no longer allowed "
-                "to postpone the next delivery.")
+TOOLATE = (
+    "-",
+    "TOOLATE Half of job TTL already elapsed, you are no longer allowed "
+    "to postpone the next delivery.",
+)
 
 
 @pytest.fixture
@@ -36,6 +39,7 @@ def deliver(client: redis.Redis, queue: str) -> str:
 
 
 # ---- ACKJOB ---------------------------------------------------------------------
+
 
 def test_ackjob_delivered_job_removes_it(client: redis.Redis) -> None:
     jid = addjob(client, "q", "x")
@@ -96,6 +100,7 @@ def test_job_id_list_commands_accept_no_ids(raw: Conn, cmd: str) -> None:
 
 # ---- FASTACK --------------------------------------------------------------------
 
+
 def test_fastack_removes_job(client: redis.Redis) -> None:
     jid = addjob(client, "q", "x")
     deliver(client, "q")
@@ -118,6 +123,7 @@ def test_fastack_unknown_and_bad(raw: Conn) -> None:
 
 # ---- DELJOB ---------------------------------------------------------------------
 
+
 def test_deljob_removes_job_once(client: redis.Redis) -> None:
     jid = addjob(client, "q", "x", "RETRY", 0)
     assert client.execute_command("DELJOB", jid) == 1
@@ -139,6 +145,7 @@ def test_deljob_bad_id(raw: Conn) -> None:
 
 
 # ---- WORKING --------------------------------------------------------------------
+
 
 def test_working_returns_retry(client: redis.Redis) -> None:
     jid = addjob(client, "q", "x")
@@ -188,13 +195,15 @@ def test_working_too_late_after_half_ttl(client: redis.Redis, raw: Conn) -> None
     t0 = time.monotonic()
     jid = addjob(client, "q", "x", "TTL", 4)
     assert raw.call("WORKING", jid) == (":", 1)  # default RETRY: TTL/10, at least 1
-    wait_for(lambda: raw.call("WORKING", jid) == TOOLATE, 5, interval=0.05,
-             message="WORKING -> TOOLATE")
+    wait_for(
+        lambda: raw.call("WORKING", jid) == TOOLATE, 5, interval=0.05, message="WORKING -> TOOLATE"
+    )
     # half of the TTL (the reference counts the TTL in whole seconds)
     assert time.monotonic() - t0 >= 1.4
 
 
 # ---- NACK -----------------------------------------------------------------------
+
 
 def test_nack_requeues_and_counts(client: redis.Redis) -> None:
     jid = addjob(client, "q", "x")

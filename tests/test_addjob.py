@@ -10,9 +10,23 @@ import redis
 from conformance import JOBID, Conn, pairs
 from nodes import Node
 
-SHOW_KEYS = ["id", "queue", "state", "repl", "ttl", "ctime", "delay", "retry", "nacks",
-             "additional-deliveries", "nodes-delivered", "nodes-confirmed",
-             "next-requeue-within", "next-awake-within", "body"]
+SHOW_KEYS = [
+    "id",
+    "queue",
+    "state",
+    "repl",
+    "ttl",
+    "ctime",
+    "delay",
+    "retry",
+    "nacks",
+    "additional-deliveries",
+    "nodes-delivered",
+    "nodes-confirmed",
+    "next-requeue-within",
+    "next-awake-within",
+    "body",
+]
 
 
 @pytest.fixture
@@ -34,6 +48,7 @@ def encoded_ttl(jid: str) -> int:
 
 
 # ---- the reply and the job ID ---------------------------------------------
+
 
 def test_addjob_replies_job_id_as_status(raw: Conn) -> None:
     t, jid = raw.call("ADDJOB", "q", "body", "0")
@@ -77,12 +92,14 @@ def test_encoded_ttl_parity_and_value(client: redis.Redis, ttl: int) -> None:
 
 def test_recorded_id_suffix_for_ttl_600(client: redis.Redis) -> None:
     # recording: ADDJOB q1 body2 5000 REPLICATE 1 RETRY 30 TTL 600 -> ...-000b
-    jid = client.execute_command("ADDJOB", "q1", "body2", 5000, "REPLICATE", 1,
-                                 "RETRY", 30, "TTL", 600).decode()
+    jid = client.execute_command(
+        "ADDJOB", "q1", "body2", 5000, "REPLICATE", 1, "RETRY", 30, "TTL", 600
+    ).decode()
     assert jid.endswith("-000b")
 
 
 # ---- SHOW of a new job ----------------------------------------------------
+
 
 def test_show_new_job_fields_in_recorded_order(client: redis.Redis) -> None:
     jid = addjob(client, "q1", "body1")
@@ -126,10 +143,12 @@ def test_explicit_retry_and_ttl_are_shown(client: redis.Redis) -> None:
     assert 29_000 <= job["next-requeue-within"] <= 31_000
 
 
-@pytest.mark.parametrize(("ttl", "retry"), [(100, 10), (5, 1), (3600, 300), (1000, 100),
-                                            (86400, 300)])
-def test_default_retry_is_tenth_of_ttl_capped_at_300(client: redis.Redis, ttl: int,
-                                                     retry: int) -> None:
+@pytest.mark.parametrize(
+    ("ttl", "retry"), [(100, 10), (5, 1), (3600, 300), (1000, 100), (86400, 300)]
+)
+def test_default_retry_is_tenth_of_ttl_capped_at_300(
+    client: redis.Redis, ttl: int, retry: int
+) -> None:
     assert show(client, addjob(client, "q", "x", "TTL", ttl))["retry"] == retry
 
 
@@ -193,51 +212,74 @@ def test_sync_timeout_argument_accepted(client: redis.Redis) -> None:
 
 # ---- MAXLEN ----------------------------------------------------------------
 
+
 def test_maxlen_refuses_when_queue_is_long_enough(raw: Conn) -> None:
     assert raw.call("ADDJOB", "qmax", "a", "0", "MAXLEN", "2")[0] == "+"
     assert raw.call("ADDJOB", "qmax", "b", "0", "MAXLEN", "2")[0] == "+"
-    assert raw.call("ADDJOB", "qmax", "c", "0", "MAXLEN", "2") == \
-        ("-", "MAXLEN Queue is already longer than the specified MAXLEN count")
+    assert raw.call("ADDJOB", "qmax", "c", "0", "MAXLEN", "2") == (
+        "-",
+        "MAXLEN Queue is already longer than the specified MAXLEN count",
+    )
     assert raw.call("QLEN", "qmax") == (":", 2)
     # without MAXLEN the queue still accepts jobs
     assert raw.call("ADDJOB", "qmax", "d", "0")[0] == "+"
 
 
 def test_maxlen_zero_is_an_error(raw: Conn) -> None:
-    assert raw.call("ADDJOB", "q", "x", "0", "MAXLEN", "0") == \
-        ("-", "ERR MAXLEN must be a positive number")
+    assert raw.call("ADDJOB", "q", "x", "0", "MAXLEN", "0") == (
+        "-",
+        "ERR MAXLEN must be a positive number",
+    )
 
 
 # ---- errors ------------------------------------------------------------------
 
-@pytest.mark.parametrize(("args", "error"), [
-    (["REPLICATE", "3"], "NOREPL Not enough reachable nodes for the requested replication level"),
-    (["REPLICATE", "10"], "NOREPL Not enough reachable nodes for the requested replication level"),
-    (["ASYNC", "REPLICATE", "2"],
-     "NOREPL Not enough reachable nodes for the requested replication level"),
-    (["REPLICATE", "2", "RETRY", "0"],
-     "ERR With RETRY set to 0 please explicitly set  REPLICATE to 1 (at-most-once delivery)"),
-    (["DELAY", "100", "TTL", "50"],
-     "ERR The specified DELAY is greater than TTL. Job refused since would never be delivered"),
-    (["TTL", "-5"], "ERR TTL must be a number > 0"),
-    (["TTL", "0"], "ERR TTL must be a number > 0"),
-    (["REPLICATE", "0"], "ERR REPLICATE must be between 1 and 65535"),
-    (["REPLICATE", "65536"], "ERR REPLICATE must be between 1 and 65535"),
-    (["RETRY", "-1"], "ERR RETRY time must be a non negative number"),
-    (["DELAY", "-1"], "ERR DELAY time must be a non negative number"),
-    (["MAXLEN", "-3"], "ERR MAXLEN must be a positive number"),
-    (["FOO"], "ERR syntax error"),
-    (["RETRY"], "ERR syntax error"),
-    (["TTL"], "ERR syntax error"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (
+            ["REPLICATE", "3"],
+            "NOREPL Not enough reachable nodes for the requested replication level",
+        ),
+        (
+            ["REPLICATE", "10"],
+            "NOREPL Not enough reachable nodes for the requested replication level",
+        ),
+        (
+            ["ASYNC", "REPLICATE", "2"],
+            "NOREPL Not enough reachable nodes for the requested replication level",
+        ),
+        (
+            ["REPLICATE", "2", "RETRY", "0"],
+            "ERR With RETRY set to 0 please explicitly set  REPLICATE to 1 (at-most-once delivery)",
+        ),
+        (
+            ["DELAY", "100", "TTL", "50"],
+            "ERR The specified DELAY is greater than TTL. Job refused since would never be delivered",
+        ),
+        (["TTL", "-5"], "ERR TTL must be a number > 0"),
+        (["TTL", "0"], "ERR TTL must be a number > 0"),
+        (["REPLICATE", "0"], "ERR REPLICATE must be between 1 and 65535"),
+        (["REPLICATE", "65536"], "ERR REPLICATE must be between 1 and 65535"),
+        (["RETRY", "-1"], "ERR RETRY time must be a non negative number"),
+        (["DELAY", "-1"], "ERR DELAY time must be a non negative number"),
+        (["MAXLEN", "-3"], "ERR MAXLEN must be a positive number"),
+        (["FOO"], "ERR syntax error"),
+        (["RETRY"], "ERR syntax error"),
+        (["TTL"], "ERR syntax error"),
+    ],
+)
 def test_addjob_option_errors(raw: Conn, args: list[str], error: str) -> None:
     assert raw.call("ADDJOB", "q1", "x", "0", *args) == ("-", error)
     assert raw.call("QLEN", "q1") == (":", 0)
 
 
 def test_addjob_timeout_not_a_number(raw: Conn) -> None:
-    assert raw.call("ADDJOB", "q1", "x", "notanumber") == \
-        ("-", "ERR timeout is not an integer or out of range")
+    assert raw.call("ADDJOB", "q1", "x", "notanumber") == (
+        "-",
+        "ERR timeout is not an integer or out of range",
+    )
 
 
 @pytest.mark.parametrize("opt", ["REPLICATE", "DELAY", "RETRY", "TTL", "MAXLEN"])

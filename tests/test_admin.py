@@ -15,21 +15,61 @@ from nodes import Node, wait_for
 
 # CONFIG GET * of the recording (disque-1.0-rc1-single-node.txt), in recorded order
 CONFIG_NAMES = [
-    "requirepass", "unixsocket", "logfile", "pidfile", "maxmemory", "maxmemory-samples",
-    "timeout", "auto-aof-rewrite-percentage", "auto-aof-rewrite-min-size",
-    "slowlog-log-slower-than", "latency-monitor-threshold", "slowlog-max-len", "port",
-    "tcp-backlog", "databases", "maxclients", "watchdog-period", "hz", "cluster-node-timeout",
-    "tcp-keepalive", "no-appendfsync-on-rewrite", "daemonize", "activerehashing",
-    "aof-rewrite-incremental-fsync", "aof-load-truncated", "aof-enqueue-jobs-once",
-    "maxmemory-policy", "loglevel", "appendfsync", "syslog-facility", "appendonly", "dir",
-    "client-output-buffer-limit", "unixsocketperm", "bind",
+    "requirepass",
+    "unixsocket",
+    "logfile",
+    "pidfile",
+    "maxmemory",
+    "maxmemory-samples",
+    "timeout",
+    "auto-aof-rewrite-percentage",
+    "auto-aof-rewrite-min-size",
+    "slowlog-log-slower-than",
+    "latency-monitor-threshold",
+    "slowlog-max-len",
+    "port",
+    "tcp-backlog",
+    "databases",
+    "maxclients",
+    "watchdog-period",
+    "hz",
+    "cluster-node-timeout",
+    "tcp-keepalive",
+    "no-appendfsync-on-rewrite",
+    "daemonize",
+    "activerehashing",
+    "aof-rewrite-incremental-fsync",
+    "aof-load-truncated",
+    "aof-enqueue-jobs-once",
+    "maxmemory-policy",
+    "loglevel",
+    "appendfsync",
+    "syslog-facility",
+    "appendonly",
+    "dir",
+    "client-output-buffer-limit",
+    "unixsocketperm",
+    "bind",
 ]
-DEFAULT_SECTIONS = ["Server", "Clients", "Memory", "Jobs", "Queues", "Persistence", "Stats",
-                    "CPU"]
-SERVER_FIELDS = ["disque_version", "disque_git_sha1", "disque_git_dirty", "disque_build_id",
-                 "os", "arch_bits", "multiplexing_api", "gcc_version", "process_id", "run_id",
-                 "tcp_port", "uptime_in_seconds", "uptime_in_days", "hz", "executable",
-                 "config_file"]
+DEFAULT_SECTIONS = ["Server", "Clients", "Memory", "Jobs", "Queues", "Persistence", "Stats", "CPU"]
+SERVER_FIELDS = [
+    "disque_version",
+    "disque_git_sha1",
+    "disque_git_dirty",
+    "disque_build_id",
+    "os",
+    "arch_bits",
+    "multiplexing_api",
+    "gcc_version",
+    "process_id",
+    "run_id",
+    "tcp_port",
+    "uptime_in_seconds",
+    "uptime_in_days",
+    "hz",
+    "executable",
+    "config_file",
+]
 
 
 @pytest.fixture
@@ -71,6 +111,7 @@ def config_get(raw: Conn, pattern: str) -> dict[str, str]:
 
 # ---- INFO ---------------------------------------------------------------------------
 
+
 def test_info_default_sections_in_order(raw: Conn) -> None:
     assert list(info(raw)) == DEFAULT_SECTIONS
 
@@ -97,8 +138,9 @@ def test_info_server_fields(node: Node, raw: Conn) -> None:
     # What is true: no GCC built this node (0.0.0, as Redis says then); the
     # build ID names the interpreter.
     assert server["gcc_version"] == "0.0.0"
-    assert server["disque_build_id"] == (f"{platform.python_implementation().lower()}-"
-                                         f"{platform.python_version()}")
+    assert server["disque_build_id"] == (
+        f"{platform.python_implementation().lower()}-{platform.python_version()}"
+    )
     assert int(server["uptime_in_seconds"]) >= 0
 
 
@@ -128,8 +170,11 @@ def test_info_connected_clients(node: Node, raw: Conn) -> None:
     finally:
         for c in extra:
             c.close()
-    wait_for(lambda: int(field(raw, "Clients", "connected_clients")) == base, 5,
-             message="closed clients unregistered")
+    wait_for(
+        lambda: int(field(raw, "Clients", "connected_clients")) == base,
+        5,
+        message="closed clients unregistered",
+    )
 
 
 def test_info_stats_count_commands_and_connections(node: Node, raw: Conn) -> None:
@@ -140,8 +185,7 @@ def test_info_stats_count_commands_and_connections(node: Node, raw: Conn) -> Non
         other.call("PING")
     after = info(raw, "stats")["Stats"]
     assert int(after["total_commands_processed"]) >= int(before["total_commands_processed"]) + 7
-    assert int(after["total_connections_received"]) == \
-        int(before["total_connections_received"]) + 1
+    assert int(after["total_connections_received"]) == int(before["total_connections_received"]) + 1
 
 
 def test_info_commandstats_counts_calls(client: redis.Redis, raw: Conn) -> None:
@@ -166,6 +210,7 @@ def test_config_resetstat(client: redis.Redis, raw: Conn) -> None:
 
 # ---- CONFIG ------------------------------------------------------------------------
 
+
 def test_config_get_all_names(raw: Conn) -> None:
     assert sorted(config_get(raw, "*")) == sorted(CONFIG_NAMES)
 
@@ -178,8 +223,9 @@ def test_config_get_dir(node: Node, raw: Conn) -> None:
     assert config_get(raw, "dir") == {"dir": str(node.dir)}
 
 
-@pytest.mark.parametrize("pattern", ["max*", "*aof*", "slowlog-*", "*port*", "h?",
-                                     "[pb]*", "*-*-*", "nosuchparam", "*"])
+@pytest.mark.parametrize(
+    "pattern", ["max*", "*aof*", "slowlog-*", "*port*", "h?", "[pb]*", "*-*-*", "nosuchparam", "*"]
+)
 def test_config_get_glob(raw: Conn, pattern: str) -> None:
     expected = {n for n in CONFIG_NAMES if fnmatch.fnmatchcase(n, pattern)}
     assert set(config_get(raw, pattern)) == expected
@@ -191,23 +237,38 @@ def test_config_set_and_get_hz(raw: Conn) -> None:
     assert field(raw, "Server", "hz") == "20"
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("maxmemory", "123456789"), ("timeout", "300"), ("loglevel", "warning"),
-    ("slowlog-max-len", "64"), ("slowlog-log-slower-than", "5000"), ("maxclients", "500"),
-    ("cluster-node-timeout", "3000"), ("appendfsync", "always"), ("aof-enqueue-jobs-once", "yes"),
-])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("maxmemory", "123456789"),
+        ("timeout", "300"),
+        ("loglevel", "warning"),
+        ("slowlog-max-len", "64"),
+        ("slowlog-log-slower-than", "5000"),
+        ("maxclients", "500"),
+        ("cluster-node-timeout", "3000"),
+        ("appendfsync", "always"),
+        ("aof-enqueue-jobs-once", "yes"),
+    ],
+)
 def test_config_set_round_trip(raw: Conn, name: str, value: str) -> None:
     assert raw.call("CONFIG", "SET", name, value) == ("+", "OK")
     assert config_get(raw, name) == {name: value}
 
 
-@pytest.mark.parametrize(("args", "error"), [
-    (["SET", "nosuchparam", "1"], "ERR Unsupported CONFIG parameter: nosuchparam"),
-    (["SET", "maxmemory", "notanumber"], "ERR Invalid argument 'notanumber' for CONFIG SET 'maxmemory'"),
-    (["SET", "hz", "abc"], "ERR Invalid argument 'abc' for CONFIG SET 'hz'"),
-    (["SET", "loglevel", "loud"], "ERR Invalid argument 'loud' for CONFIG SET 'loglevel'"),
-    (["FOO"], "ERR CONFIG subcommand must be one of GET, SET, RESETSTAT, REWRITE"),
-])
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["SET", "nosuchparam", "1"], "ERR Unsupported CONFIG parameter: nosuchparam"),
+        (
+            ["SET", "maxmemory", "notanumber"],
+            "ERR Invalid argument 'notanumber' for CONFIG SET 'maxmemory'",
+        ),
+        (["SET", "hz", "abc"], "ERR Invalid argument 'abc' for CONFIG SET 'hz'"),
+        (["SET", "loglevel", "loud"], "ERR Invalid argument 'loud' for CONFIG SET 'loglevel'"),
+        (["FOO"], "ERR CONFIG subcommand must be one of GET, SET, RESETSTAT, REWRITE"),
+    ],
+)
 def test_config_errors(raw: Conn, args: list[str], error: str) -> None:
     assert raw.call("CONFIG", *args) == ("-", error)
 
@@ -224,6 +285,7 @@ def test_config_rewrite_without_config_file(raw: Conn) -> None:
 
 
 # ---- CLIENT -----------------------------------------------------------------------
+
 
 def test_client_list_shows_connections(node: Node, raw: Conn) -> None:
     with Conn(node.port) as other:
@@ -272,6 +334,7 @@ def test_client_kill_by_addr(node: Node, raw: Conn) -> None:
 
 # ---- SLOWLOG / LATENCY ---------------------------------------------------------------
 
+
 def test_slowlog_empty_on_fresh_node(raw: Conn) -> None:
     assert raw.call("SLOWLOG", "GET", "1") == ("*", [])
     assert raw.call("SLOWLOG", "LEN") == (":", 0)
@@ -314,14 +377,35 @@ def test_latency_latest_empty(raw: Conn) -> None:
 
 # ---- COMMAND ------------------------------------------------------------------------
 
+
 def test_command_info_matches_recording(raw: Conn) -> None:
-    assert raw.call("COMMAND", "INFO", "addjob", "getjob") == ("*", [
-        ("*", [("$", "addjob"), (":", -4),
-               ("*", [("+", "write"), ("+", "denyoom"), ("+", "fast")]),
-               (":", 0), (":", 0), (":", 0)]),
-        ("*", [("$", "getjob"), (":", -2), ("*", [("+", "write"), ("+", "fast")]),
-               (":", 0), (":", 0), (":", 0)]),
-    ])
+    assert raw.call("COMMAND", "INFO", "addjob", "getjob") == (
+        "*",
+        [
+            (
+                "*",
+                [
+                    ("$", "addjob"),
+                    (":", -4),
+                    ("*", [("+", "write"), ("+", "denyoom"), ("+", "fast")]),
+                    (":", 0),
+                    (":", 0),
+                    (":", 0),
+                ],
+            ),
+            (
+                "*",
+                [
+                    ("$", "getjob"),
+                    (":", -2),
+                    ("*", [("+", "write"), ("+", "fast")]),
+                    (":", 0),
+                    (":", 0),
+                    (":", 0),
+                ],
+            ),
+        ],
+    )
 
 
 def test_command_info_unknown_is_null(raw: Conn) -> None:
@@ -334,14 +418,44 @@ def test_command_lists_all_commands(raw: Conn) -> None:
     commands = plain(raw.call("COMMAND"))
     assert len(commands) == count
     names = {c[0] for c in commands}
-    for name in ("addjob", "getjob", "ackjob", "fastack", "working", "nack", "show", "enqueue",
-                 "dequeue", "deljob", "qlen", "qstat", "qpeek", "qscan", "jscan", "pause",
-                 "hello", "info", "ping", "time", "client", "slowlog", "command", "debug",
-                 "shutdown", "monitor", "latency", "config", "cluster", "auth", "loadjob"):
+    for name in (
+        "addjob",
+        "getjob",
+        "ackjob",
+        "fastack",
+        "working",
+        "nack",
+        "show",
+        "enqueue",
+        "dequeue",
+        "deljob",
+        "qlen",
+        "qstat",
+        "qpeek",
+        "qscan",
+        "jscan",
+        "pause",
+        "hello",
+        "info",
+        "ping",
+        "time",
+        "client",
+        "slowlog",
+        "command",
+        "debug",
+        "shutdown",
+        "monitor",
+        "latency",
+        "config",
+        "cluster",
+        "auth",
+        "loadjob",
+    ):
         assert name in names, name
 
 
 # ---- DEBUG, TIME, PING, HELLO -----------------------------------------------------
+
 
 def test_debug_flushall_removes_jobs_and_queues(client: redis.Redis, raw: Conn) -> None:
     ids = [client.execute_command("ADDJOB", f"q{i}", "x", 0) for i in range(5)]
@@ -373,8 +487,7 @@ def test_ping(raw: Conn) -> None:
 
 
 def test_ping_too_many_arguments(raw: Conn) -> None:
-    assert raw.call("PING", "a", "b") == \
-        ("-", "ERR wrong number of arguments for 'ping' command")
+    assert raw.call("PING", "a", "b") == ("-", "ERR wrong number of arguments for 'ping' command")
 
 
 def test_hello_disque_handshake(node: Node, raw: Conn) -> None:
@@ -396,6 +509,7 @@ def test_cluster_myid(raw: Conn) -> None:
 
 
 # ---- MONITOR ------------------------------------------------------------------------
+
 
 @pytest.mark.timeout(30)
 def test_monitor_streams_other_clients_commands(node: Node) -> None:
@@ -423,13 +537,14 @@ def test_monitor_quotes_binary_arguments(node: Node) -> None:
     with Conn(node.port, timeout=5) as mon:
         mon.call("MONITOR")
         with Conn(node.port) as other:
-            other.call("QLEN", b"a b\"\n\x01")
+            other.call("QLEN", b'a b"\n\x01')
         t, line = mon.read()
         assert t == "+"
         assert line.endswith('"a b\\"\\n\\x01"'), line
 
 
 # ---- SHUTDOWN and signals ---------------------------------------------------------
+
 
 @pytest.mark.timeout(30)
 def test_shutdown_exits_zero(start_node) -> None:
@@ -453,7 +568,12 @@ def test_sigterm_with_blocked_client(start_node) -> None:
     node = start_node()
     with Conn(node.port) as c:
         c.send(b"*3\r\n$6\r\nGETJOB\r\n$4\r\nFROM\r\n$1\r\nq\r\n")
-        wait_for(lambda: node.call("QSTAT", "q") and
-                 dict(zip(*[iter(node.call("QSTAT", "q"))] * 2, strict=True))[b"blocked"] == 1,
-                 5, message="client blocked")
+        wait_for(
+            lambda: (
+                node.call("QSTAT", "q")
+                and dict(zip(*[iter(node.call("QSTAT", "q"))] * 2, strict=True))[b"blocked"] == 1
+            ),
+            5,
+            message="client blocked",
+        )
         assert node.terminate() == 0

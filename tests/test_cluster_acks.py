@@ -32,7 +32,7 @@ def test_ackjob_replies_once_every_owner_has_the_ack(cluster3):
     with b.client() as conn:
         for _ in range(10):
             jid = a.call("ADDJOB", "q", "body", "5000", "REPLICATE", "3")
-            pipe = conn.pipeline(transaction=False)   # SHOW arrives with the ACKJOB
+            pipe = conn.pipeline(transaction=False)  # SHOW arrives with the ACKJOB
             pipe.execute_command("ACKJOB", jid)
             pipe.execute_command("SHOW", jid)
             assert pipe.execute() == [1, None]
@@ -43,7 +43,7 @@ def test_ack_to_a_non_owner_reaches_the_owners(start_cluster):
     a, b, c, d = cluster
     jid = a.call("ADDJOB", "q", "body", "5000", "REPLICATE", "2")
     non_owner = next(n for n in (b, c, d) if n.call("SHOW", jid) is None)
-    assert non_owner.call("ACKJOB", jid) == 0          # a dummy ACK, as in Disque
+    assert non_owner.call("ACKJOB", jid) == 0  # a dummy ACK, as in Disque
     wait_for(lambda: gone_everywhere(cluster, jid), 10, message="owners reached by the dummy ACK")
     assert a.call("QLEN", "q") == 0
 
@@ -54,7 +54,7 @@ def test_ack_kept_while_an_owner_is_down_then_collected(cluster3):
     c.pause()
     try:
         assert a.call("ACKJOB", jid) == 1
-        for _ in range(3):   # GC cannot finish: the ACK stays on a and b
+        for _ in range(3):  # GC cannot finish: the ACK stays on a and b
             state = as_dict(a.call("SHOW", jid))[b"state"]
             assert state == b"acked"
     finally:
@@ -96,7 +96,8 @@ def test_the_gc_of_many_jobs_travels_in_few_messages(cluster3):
         before = messages_received(a)
     finally:
         b.resume()
-    wait_for(lambda: all(gone_everywhere(cluster3, jid) for jid in ids), 10,
-             message="GC of every copy")
+    wait_for(
+        lambda: all(gone_everywhere(cluster3, jid) for jid in ids), 10, message="GC of every copy"
+    )
     # Without batching, b alone would answer with one GOTACK per job; the rest is gossip.
     assert messages_received(a) - before < len(ids) // 2

@@ -23,7 +23,7 @@ def test_hundred_jobs_produced_anywhere_consumed_on_one_node(cluster3):
                 c.execute_command("ACKJOB", jid)
     assert consumed == produced
     stat = as_dict(consumer.call("QSTAT", "fq"))
-    assert stat[b"jobs-in"] >= 60      # most of them were imported
+    assert stat[b"jobs-in"] >= 60  # most of them were imported
 
 
 def test_federation_moves_retry_zero_jobs_without_loss(cluster3):
@@ -45,13 +45,13 @@ def test_consumer_that_drains_a_queue_sees_the_refill_it_caused(cluster3):
         for i in range(3):
             b.call("ADDJOB", queue, f"j{i}", "0", "REPLICATE", "1")
         with a.client() as conn:
-            pipe = conn.pipeline(transaction=False)    # one write: no time for the bus
+            pipe = conn.pipeline(transaction=False)  # one write: no time for the bus
             pipe.execute_command("GETJOB", "TIMEOUT", "5000", "FROM", queue)
             pipe.execute_command("GETJOB", "TIMEOUT", "5000", "COUNT", "5", "FROM", queue)
             pipe.execute_command("QLEN", queue)
             first, second, qlen = pipe.execute()
         assert [j[2] for j in first] == [b"j0"]
-        assert [j[2] for j in second] == [b"j1"]    # j2 is asked for only when j1 leaves
+        assert [j[2] for j in second] == [b"j1"]  # j2 is asked for only when j1 leaves
         assert qlen == 1
 
 
@@ -77,11 +77,19 @@ def test_paused_out_queue_is_not_a_federation_source(cluster3):
 def test_pause_bcast_reaches_every_node(cluster3):
     a, b, c = cluster3
     assert a.call("PAUSE", "bq", "in", "bcast") == b"in"
-    wait_for(lambda: b.call("PAUSE", "bq", "state") == b"in"
-             and c.call("PAUSE", "bq", "state") == b"in", 5, message="PAUSE propagated")
+    wait_for(
+        lambda: b.call("PAUSE", "bq", "state") == b"in" and c.call("PAUSE", "bq", "state") == b"in",
+        5,
+        message="PAUSE propagated",
+    )
     a.call("PAUSE", "bq", "none", "bcast")
-    wait_for(lambda: b.call("PAUSE", "bq", "state") == b"none"
-             and c.call("PAUSE", "bq", "state") == b"none", 5, message="unpause propagated")
+    wait_for(
+        lambda: (
+            b.call("PAUSE", "bq", "state") == b"none" and c.call("PAUSE", "bq", "state") == b"none"
+        ),
+        5,
+        message="unpause propagated",
+    )
 
 
 def test_queue_paused_in_on_replicas_refuses_replication(cluster3):
@@ -90,5 +98,6 @@ def test_queue_paused_in_on_replicas_refuses_replication(cluster3):
     c.call("PAUSE", "rq", "in")
     import pytest
     import redis
+
     with pytest.raises(redis.ResponseError, match="NOREPL"):
         a.call("ADDJOB", "rq", "x", "300", "REPLICATE", "2")

@@ -39,6 +39,7 @@ def test_clients_blocked_on_a_node_that_starts_leaving_are_told(cluster3):
     c = cluster3[2]
     with c.client(socket_timeout=10) as blocked:
         import threading
+
         out: dict = {}
 
         def wait() -> None:
@@ -46,10 +47,10 @@ def test_clients_blocked_on_a_node_that_starts_leaving_are_told(cluster3):
                 blocked.execute_command("GETJOB", "TIMEOUT", "8000", "FROM", "nothing")
             except redis.ResponseError as exc:
                 out["err"] = str(exc)
+
         t = threading.Thread(target=wait)
         t.start()
-        wait_for(lambda: c.info("clients")["blocked_clients"] == 1, 5,
-                 message="client blocked")
+        wait_for(lambda: c.info("clients")["blocked_clients"] == 1, 5, message="client blocked")
         c.call("CLUSTER", "LEAVING", "yes")
         t.join(10)
     assert out.get("err", "").startswith("LEAVING")
@@ -68,5 +69,4 @@ def test_leaving_node_drains_to_zero(cluster3):
                 got.append(jid)
                 cl.execute_command("ACKJOB", jid)
     assert sorted(got) == sorted(ids)
-    wait_for(lambda: c.info("jobs")["registered_jobs"] == 0, 15,
-             message="leaving node drained")
+    wait_for(lambda: c.info("jobs")["registered_jobs"] == 0, 15, message="leaving node drained")

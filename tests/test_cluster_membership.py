@@ -44,8 +44,7 @@ def test_node_paused_becomes_fail_then_recovers(cluster3):
         assert hello[str(c.port).encode()] == b"10"
     finally:
         c.resume()
-    wait_for(lambda: not cluster3.flags_of(a, c) & {"fail", "pfail"}, 15,
-             message="flags cleared")
+    wait_for(lambda: not cluster3.flags_of(a, c) & {"fail", "pfail"}, 15, message="flags cleared")
 
 
 def test_killed_node_restarts_and_rejoins_with_same_id(cluster3):

@@ -18,8 +18,11 @@ def replaced(start_cluster, tmp_path) -> Iterator[tuple[ClusterOfNodes, bytes, N
     cluster = start_cluster(3)
     old_id = cluster[2].call("CLUSTER", "MYID")
     cluster[2].kill()
-    wait_for(lambda: "fail" in cluster.flags_of(cluster[0], cluster[2]), 15,
-             message="the killed node to be seen FAIL")
+    wait_for(
+        lambda: "fail" in cluster.flags_of(cluster[0], cluster[2]),
+        15,
+        message="the killed node to be seen FAIL",
+    )
     fresh = cluster[2].replaced(tmp_path / "replacement")
     try:
         yield cluster, old_id, fresh
@@ -38,11 +41,17 @@ def test_meet_of_a_failed_nodes_address_reaches_the_new_node(replaced) -> None:
         return new_id in ids and "handshake" not in ids[new_id] and old_id in ids
 
     for observer in cluster[:2]:
-        wait_for(lambda o=observer: knows_both(o), 15,
-                 message=f"{observer.port} to know the new node next to the failed one")
+        wait_for(
+            lambda o=observer: knows_both(o),
+            15,
+            message=f"{observer.port} to know the new node next to the failed one",
+        )
     others = {n.call("CLUSTER", "MYID").decode() for n in cluster[:2]}
-    wait_for(lambda: others <= {f[0] for f in node_lines(fresh)}, 15,
-             message=f"the new node to know the others: {node_lines(fresh)}")
+    wait_for(
+        lambda: others <= {f[0] for f in node_lines(fresh)},
+        15,
+        message=f"the new node to know the others: {node_lines(fresh)}",
+    )
     # The old ID stays FAIL until forgotten; the new one is up.
     assert "fail" in {f[0]: f[2] for f in node_lines(cluster[1])}[old_id.decode()]
 

@@ -19,7 +19,7 @@ def test_sync_replication_reaches_every_requested_node(cluster3):
     a, b, c = cluster3
     jid = a.call("ADDJOB", "q", "body", "5000", "REPLICATE", "3")
     ids = set(cluster3.node_ids())
-    for node in cluster3:       # synchronous: every copy exists when ADDJOB returns
+    for node in cluster3:  # synchronous: every copy exists when ADDJOB returns
         assert owners(node, jid) == ids
     assert a.call("QLEN", "q") == 1
     assert b.call("QLEN", "q") == 0 and c.call("QLEN", "q") == 0
@@ -47,8 +47,11 @@ def test_norepl_when_nodes_unreachable(cluster3):
     a, b, c = cluster3
     b.kill()
     c.kill()
-    wait_for(lambda: "cluster_reachable_nodes:0" in a.call("CLUSTER", "INFO").decode(), 15,
-             message="peers seen as unreachable")
+    wait_for(
+        lambda: "cluster_reachable_nodes:0" in a.call("CLUSTER", "INFO").decode(),
+        15,
+        message="peers seen as unreachable",
+    )
     with pytest.raises(redis.ResponseError, match="NOREPL"):
         a.call("ADDJOB", "q", "body", "1000", "REPLICATE", "2")
     assert a.call("QLEN", "q") == 0
@@ -56,7 +59,7 @@ def test_norepl_when_nodes_unreachable(cluster3):
 
 def test_norepl_on_timeout_cleans_up_partial_copies(cluster3):
     a, b, c = cluster3
-    c.pause()     # reachable for a while still: REPLJOB is sent but never confirmed
+    c.pause()  # reachable for a while still: REPLJOB is sent but never confirmed
     try:
         with pytest.raises(redis.ResponseError, match="NOREPL Timeout reached"):
             a.call("ADDJOB", "q", "body", "300", "REPLICATE", "3")
@@ -78,8 +81,11 @@ def test_repljob_retried_towards_a_node_that_comes_back(cluster3):
     thread = threading.Thread(target=add)
     thread.start()
     try:
-        wait_for(lambda: a.info("clients")["blocked_clients"] == 1, 5,
-                 message="ADDJOB waiting for replication")
+        wait_for(
+            lambda: a.info("clients")["blocked_clients"] == 1,
+            5,
+            message="ADDJOB waiting for replication",
+        )
     finally:
         c.resume()
     thread.join(30)
@@ -103,8 +109,11 @@ def test_one_gotjob_confirms_every_copy_taken_in_one_pass(cluster3):
     try:
         for t in threads:
             t.start()
-        wait_for(lambda: a.info("clients")["blocked_clients"] == jobs, 10,
-                 message="every ADDJOB waiting for the paused replica")
+        wait_for(
+            lambda: a.info("clients")["blocked_clients"] == jobs,
+            10,
+            message="every ADDJOB waiting for the paused replica",
+        )
         before = messages_received(a)
     finally:
         b.resume()
@@ -155,6 +164,9 @@ def test_job_with_replicate_n_survives_n_minus_1_killed_owners(start_cluster):
     a.kill()
     b.kill()
     # c re-queues it after RETRY (its WILLQUEUE finds no other owner alive).
-    got = wait_for(lambda: c.call("GETJOB", "NOHANG", "FROM", "q"), 20,
-                   message="job delivered by the surviving owner")
+    got = wait_for(
+        lambda: c.call("GETJOB", "NOHANG", "FROM", "q"),
+        20,
+        message="job delivered by the surviving owner",
+    )
     assert got[0][1] == jid

@@ -19,7 +19,7 @@ def total_queued(cluster, queue: str = "q") -> int:
 def test_no_requeue_without_faults(cluster3):
     a = cluster3[0]
     jid = a.call("ADDJOB", "q", "body", "5000", "REPLICATE", "3", "RETRY", "1")
-    time.sleep(2.5)   # several retry periods: the queued copy holds, nobody re-queues
+    time.sleep(2.5)  # several retry periods: the queued copy holds, nobody re-queues
     assert total_queued(cluster3) == 1
     assert all(show(n, jid)[b"additional-deliveries"] == 0 for n in cluster3)
 
@@ -30,7 +30,7 @@ def test_requeue_when_not_acked_happens_on_one_node(cluster3):
     assert a.call("GETJOB", "FROM", "q")[0][1] == jid
     wait_for(lambda: total_queued(cluster3) == 1, 10, message="re-queue")
     time.sleep(0.5)
-    assert total_queued(cluster3) == 1          # one node, not all
+    assert total_queued(cluster3) == 1  # one node, not all
     holder = next(n for n in cluster3 if n.call("QLEN", "q") == 1)
     assert show(holder, jid)[b"additional-deliveries"] >= 1
 
@@ -50,7 +50,7 @@ def test_working_prevents_requeue(cluster3):
     a.call("GETJOB", "FROM", "q")
     deadline = time.time() + 4
     while time.time() < deadline:
-        assert b.call("WORKING", jid) == 2    # from a replica: every owner postpones
+        assert b.call("WORKING", jid) == 2  # from a replica: every owner postpones
         time.sleep(0.5)
         assert total_queued(cluster3) == 0
 
@@ -63,8 +63,11 @@ def test_nack_requeues_at_once_and_counts_everywhere(cluster3):
     assert a.call("QLEN", "q") == 1
     got = a.call("GETJOB", "WITHCOUNTERS", "FROM", "q")[0]
     assert got[3:] == [b"nacks", 1, b"additional-deliveries", 0]
-    wait_for(lambda: show(b, jid)[b"nacks"] == 1 and show(c, jid)[b"nacks"] == 1, 5,
-             message="NACK counted by the other owners")
+    wait_for(
+        lambda: show(b, jid)[b"nacks"] == 1 and show(c, jid)[b"nacks"] == 1,
+        5,
+        message="NACK counted by the other owners",
+    )
 
 
 def test_replicas_of_a_delayed_job_wait_delay_plus_retry(cluster3):

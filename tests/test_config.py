@@ -20,11 +20,19 @@ def env() -> dict[str, str]:
     return e
 
 
-def run_server(args: list[str], cwd: Path, stdin: str | None = None,
-               timeout: float = 20) -> subprocess.CompletedProcess:
+def run_server(
+    args: list[str], cwd: Path, stdin: str | None = None, timeout: float = 20
+) -> subprocess.CompletedProcess:
     """Run the server to completion (for commands that exit by themselves)."""
-    return subprocess.run([sys.executable, "-m", "disque_server", *args], cwd=cwd, env=env(),
-                          input=stdin, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "disque_server", *args],
+        cwd=cwd,
+        env=env(),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def config_get(node: Node, name: str) -> str:
@@ -39,6 +47,7 @@ def write(path: Path, text: str) -> Path:
 
 
 # ---- starting from a file ----------------------------------------------------------
+
 
 def test_start_from_config_file(start_node, tmp_path: Path) -> None:
     conf = write(tmp_path / "disque.conf", "hz 15\nloglevel verbose\nslowlog-max-len 77\n")
@@ -59,12 +68,17 @@ def test_info_reports_config_file(start_node, tmp_path: Path) -> None:
 
 def test_port_from_config_file(tmp_path: Path) -> None:
     port = free_port()
-    conf = write(tmp_path / "disque.conf",
-                 f"port {port}\ndir {tmp_path}\nlogfile {tmp_path / 'log.txt'}\n")
+    conf = write(
+        tmp_path / "disque.conf", f"port {port}\ndir {tmp_path}\nlogfile {tmp_path / 'log.txt'}\n"
+    )
     node = Node(tmp_path / "n", port=port)
-    node.proc = subprocess.Popen([sys.executable, "-m", "disque_server", str(conf)],
-                                 cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE)
+    node.proc = subprocess.Popen(
+        [sys.executable, "-m", "disque_server", str(conf)],
+        cwd=tmp_path,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         node.wait_ready()
         assert config_get(node, "port") == str(port)
@@ -87,13 +101,15 @@ def test_command_line_directives_without_file(start_node) -> None:
 
 
 def test_quotes_comments_and_blank_lines(start_node, tmp_path: Path) -> None:
-    conf = write(tmp_path / "disque.conf",
-                 "# a comment line\n"
-                 "\n"
-                 "   # an indented comment\n"
-                 'requirepass "pass word \\"quoted\\""\n'
-                 "\n"
-                 "HZ 11\n")
+    conf = write(
+        tmp_path / "disque.conf",
+        "# a comment line\n"
+        "\n"
+        "   # an indented comment\n"
+        'requirepass "pass word \\"quoted\\""\n'
+        "\n"
+        "HZ 11\n",
+    )
     node = start_node(args=[str(conf)])
     with Conn(node.port) as c:
         assert c.call("PING") == ("-", "NOAUTH Authentication required.")
@@ -107,7 +123,7 @@ def test_hex_escapes_in_a_config_value_are_bytes(start_node, tmp_path: Path) -> 
     node = start_node(args=[str(conf)])
     with Conn(node.port) as c:
         assert c.call("AUTH", b"p\xffw") == ("+", "OK")
-        assert c.call("CONFIG", "REWRITE") == ("+", "OK")   # written back as "p\xffw"
+        assert c.call("CONFIG", "REWRITE") == ("+", "OK")  # written back as "p\xffw"
     assert 'requirepass "p\\xffw"' in conf.read_text()
     node.restart()
     with Conn(node.port) as c:
@@ -120,10 +136,24 @@ def test_hex_escapes_in_a_config_value_are_bytes(start_node, tmp_path: Path) -> 
 def test_config_from_stdin(tmp_path: Path) -> None:
     node = Node(tmp_path / "n")
     node.proc = subprocess.Popen(
-        [sys.executable, "-m", "disque_server", "-", "--port", str(node.port),
-         "--dir", str(node.dir), "--logfile", str(node.logfile)],
-        cwd=node.dir, env=env(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "disque_server",
+            "-",
+            "--port",
+            str(node.port),
+            "--dir",
+            str(node.dir),
+            "--logfile",
+            str(node.logfile),
+        ],
+        cwd=node.dir,
+        env=env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         node.proc.stdin.write(b"# from stdin\nhz 17\nslowlog-max-len 33\n")
         node.proc.stdin.close()
@@ -146,6 +176,7 @@ def test_logfile_written(node: Node) -> None:
 
 
 # ---- bad config -------------------------------------------------------------------
+
 
 def test_unknown_directive_fails_with_line(tmp_path: Path) -> None:
     conf = write(tmp_path / "bad.conf", "# comment\nhz 10\nnosuchdirective 12\nport 1\n")
@@ -190,6 +221,7 @@ def test_unknown_command_line_option_fails(tmp_path: Path) -> None:
 
 # ---- -v / -h -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("flag", ["-v", "--version"])
 def test_version(tmp_path: Path, flag: str) -> None:
     res = run_server([flag], tmp_path)
@@ -225,8 +257,12 @@ def test_config_rewrite_round_trip(start_node, tmp_path: Path) -> None:
     with Conn(node.port) as c:
         assert c.call("CONFIG", "REWRITE") == ("+", "OK")
     lines = conf.read_text().splitlines()
-    for kept in ("# Disque test configuration", "# keep this comment",
-                 "   # indented comment, kept too", "loglevel verbose"):
+    for kept in (
+        "# Disque test configuration",
+        "# keep this comment",
+        "   # indented comment, kept too",
+        "loglevel verbose",
+    ):
         assert kept in lines, conf.read_text()
     assert "hz 20" in lines
     assert "hz 10" not in lines
@@ -271,10 +307,24 @@ def test_config_rewrite_without_file_is_an_error(node: Node) -> None:
 def test_config_rewrite_from_stdin_is_an_error(tmp_path: Path) -> None:
     node = Node(tmp_path / "n")
     node.proc = subprocess.Popen(
-        [sys.executable, "-m", "disque_server", "-", "--port", str(node.port),
-         "--dir", str(node.dir), "--logfile", str(node.logfile)],
-        cwd=node.dir, env=env(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "disque_server",
+            "-",
+            "--port",
+            str(node.port),
+            "--dir",
+            str(node.dir),
+            "--logfile",
+            str(node.logfile),
+        ],
+        cwd=node.dir,
+        env=env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         node.proc.stdin.write(b"hz 12\n")
         node.proc.stdin.close()

@@ -21,8 +21,11 @@ from nodes import ClusterOfNodes, Node, port_free
 
 def test_recording_parses() -> None:
     entries = parse_golden(SINGLE_NODE_GOLDEN)
-    script = [line for line in SINGLE_NODE_SCRIPT.read_text().splitlines()
-              if line.strip() and not line.startswith(("#", "!"))]
+    script = [
+        line
+        for line in SINGLE_NODE_SCRIPT.read_text().splitlines()
+        if line.strip() and not line.startswith(("#", "!"))
+    ]
     assert len(entries) == len(script) == 128
 
 

@@ -62,15 +62,20 @@ def blocked_getjob(node: Node, *args: object) -> Background:
     def run() -> Any:
         with node.client(socket_timeout=15) as c:
             return c.execute_command("GETJOB", *args)
+
     return Background(run)
 
 
 def wait_blocked(client: redis.Redis, queue: str, n: int = 1) -> None:
-    wait_for(lambda: (qstat(client, queue) or {}).get("blocked") == n, 5,
-             message=f"{n} client(s) blocked on {queue}")
+    wait_for(
+        lambda: (qstat(client, queue) or {}).get("blocked") == n,
+        5,
+        message=f"{n} client(s) blocked on {queue}",
+    )
 
 
 # ---- basic delivery -----------------------------------------------------------
+
 
 def test_getjob_returns_queue_id_body(client: redis.Redis) -> None:
     jid = addjob(client, "q", "hello")
@@ -119,14 +124,16 @@ def test_getjob_count_spans_queues_left_to_right(client: redis.Redis) -> None:
 
 def test_getjob_skips_empty_queues(client: redis.Redis) -> None:
     jid = addjob(client, "q3", "x")
-    assert client.execute_command("GETJOB", "NOHANG", "FROM", "q1", "q2", "q3") == \
-        [[b"q3", jid, b"x"]]
+    assert client.execute_command("GETJOB", "NOHANG", "FROM", "q1", "q2", "q3") == [
+        [b"q3", jid, b"x"]
+    ]
 
 
 def test_getjob_withcounters(client: redis.Redis) -> None:
     jid = addjob(client, "q", "body")
-    assert client.execute_command("GETJOB", "WITHCOUNTERS", "FROM", "q") == \
-        [[b"q", jid, b"body", b"nacks", 0, b"additional-deliveries", 0]]
+    assert client.execute_command("GETJOB", "WITHCOUNTERS", "FROM", "q") == [
+        [b"q", jid, b"body", b"nacks", 0, b"additional-deliveries", 0]
+    ]
 
 
 def test_getjob_withcounters_after_nack(client: redis.Redis) -> None:
@@ -140,8 +147,9 @@ def test_getjob_withcounters_after_nack(client: redis.Redis) -> None:
 
 def test_options_in_any_order_and_case(client: redis.Redis) -> None:
     jid = addjob(client, "q", "body")
-    reply = client.execute_command("getjob", "withcounters", "count", 2, "nohang",
-                                   "timeout", 100, "from", "q")
+    reply = client.execute_command(
+        "getjob", "withcounters", "count", 2, "nohang", "timeout", 100, "from", "q"
+    )
     assert reply[0][1] == jid and len(reply[0]) == 7
 
 
@@ -152,6 +160,7 @@ def test_body_is_returned_once(client: redis.Redis) -> None:
 
 
 # ---- NOHANG / TIMEOUT -----------------------------------------------------------
+
 
 def test_nohang_on_empty_queue_returns_null(client: redis.Redis) -> None:
     t0 = time.monotonic()
@@ -168,8 +177,9 @@ def test_nohang_with_jobs_returns_them(client: redis.Redis) -> None:
 def test_timeout_answers_null_array_after_the_timeout(node: Node) -> None:
     with socket.create_connection(("127.0.0.1", node.port), timeout=10) as s:
         t0 = time.monotonic()
-        s.sendall(b"*5\r\n$6\r\nGETJOB\r\n$7\r\nTIMEOUT\r\n$3\r\n300\r\n$4\r\nFROM\r\n"
-                  b"$6\r\nemptyq\r\n")
+        s.sendall(
+            b"*5\r\n$6\r\nGETJOB\r\n$7\r\nTIMEOUT\r\n$3\r\n300\r\n$4\r\nFROM\r\n$6\r\nemptyq\r\n"
+        )
         data = b""
         while not data.endswith(b"\r\n"):
             chunk = s.recv(100)
@@ -190,6 +200,7 @@ def test_blocked_getjob_times_out_with_none(node: Node, client: redis.Redis) -> 
 
 # ---- blocking and wake-ups ----------------------------------------------------------
 
+
 @pytest.mark.timeout(30)
 def test_blocked_getjob_woken_by_addjob(node: Node, client: redis.Redis) -> None:
     bg = blocked_getjob(node, "TIMEOUT", 10000, "FROM", "q")
@@ -201,8 +212,7 @@ def test_blocked_getjob_woken_by_addjob(node: Node, client: redis.Redis) -> None
 
 
 @pytest.mark.timeout(30)
-def test_blocked_getjob_without_timeout_blocks_until_job(node: Node,
-                                                         client: redis.Redis) -> None:
+def test_blocked_getjob_without_timeout_blocks_until_job(node: Node, client: redis.Redis) -> None:
     bg = blocked_getjob(node, "FROM", "q")
     wait_blocked(client, "q")
     time.sleep(0.3)
@@ -256,12 +266,14 @@ def test_two_blocked_clients_each_get_one_job(node: Node, client: redis.Redis) -
 @pytest.mark.timeout(30)
 def test_blocked_clients_counted_in_info(node: Node, client: redis.Redis) -> None:
     bg = blocked_getjob(node, "TIMEOUT", 10000, "FROM", "q")
-    wait_for(lambda: client.info("clients")["blocked_clients"] == 1, 5,
-             message="blocked_clients == 1")
+    wait_for(
+        lambda: client.info("clients")["blocked_clients"] == 1, 5, message="blocked_clients == 1"
+    )
     addjob(client, "q", "x")
     bg.get(5)
-    wait_for(lambda: client.info("clients")["blocked_clients"] == 0, 5,
-             message="blocked_clients == 0")
+    wait_for(
+        lambda: client.info("clients")["blocked_clients"] == 0, 5, message="blocked_clients == 0"
+    )
 
 
 @pytest.mark.timeout(30)
@@ -288,6 +300,7 @@ def test_blocked_getjob_count_returns_available_jobs(node: Node, client: redis.R
 
 # ---- paused queues ------------------------------------------------------------------
 
+
 def test_nohang_on_queue_paused_out_returns_null(client: redis.Redis) -> None:
     addjob(client, "q", "x")
     assert client.execute_command("PAUSE", "q", "out") == b"out"
@@ -297,7 +310,8 @@ def test_nohang_on_queue_paused_out_returns_null(client: redis.Redis) -> None:
 
 @pytest.mark.timeout(30)
 def test_getjob_blocks_on_paused_out_queue_and_unblocks_when_cleared(
-        node: Node, client: redis.Redis) -> None:
+    node: Node, client: redis.Redis
+) -> None:
     jid = addjob(client, "q", "x")
     client.execute_command("PAUSE", "q", "out")
     bg = blocked_getjob(node, "TIMEOUT", 10000, "FROM", "q")
@@ -328,19 +342,29 @@ def test_getjob_serves_unpaused_queue_when_other_is_paused(client: redis.Redis) 
 
 # ---- errors ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("args", "error"), [
-    (["COUNT", "0", "FROM", "q1"], "ERR COUNT must be a number greater than zero"),
-    (["COUNT", "-2", "FROM", "q1"], "ERR COUNT must be a number greater than zero"),
-    (["FROM"], "ERR syntax error"),
-    (["NOHANG"], "ERR syntax error"),
-    (["NOHANG", "q1"], "ERR syntax error"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["COUNT", "0", "FROM", "q1"], "ERR COUNT must be a number greater than zero"),
+        (["COUNT", "-2", "FROM", "q1"], "ERR COUNT must be a number greater than zero"),
+        (["FROM"], "ERR syntax error"),
+        (["NOHANG"], "ERR syntax error"),
+        (["NOHANG", "q1"], "ERR syntax error"),
+    ],
+)
 def test_getjob_errors(raw: Conn, args: list[str], error: str) -> None:
     assert raw.call("GETJOB", *args) == ("-", error)
 
 
-@pytest.mark.parametrize("args", [["COUNT", "abc", "FROM", "q"], ["TIMEOUT", "abc", "FROM", "q"],
-                                  ["TIMEOUT", "-1", "FROM", "q"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["COUNT", "abc", "FROM", "q"],
+        ["TIMEOUT", "abc", "FROM", "q"],
+        ["TIMEOUT", "-1", "FROM", "q"],
+    ],
+)
 def test_getjob_bad_numbers(raw: Conn, args: list[str]) -> None:
     t, msg = raw.call("GETJOB", *args)
     assert t == "-" and msg.startswith("ERR")

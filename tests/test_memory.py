@@ -9,8 +9,15 @@ from nodes import Node, as_dict, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
-MEMORY_FIELDS = ["used_memory", "used_memory_human", "used_memory_rss", "used_memory_peak",
-                 "used_memory_peak_human", "mem_fragmentation_ratio", "mem_allocator"]
+MEMORY_FIELDS = [
+    "used_memory",
+    "used_memory_human",
+    "used_memory_rss",
+    "used_memory_peak",
+    "used_memory_peak_human",
+    "mem_fragmentation_ratio",
+    "mem_allocator",
+]
 OOM = ("-", "OOM command not allowed when used memory > 'maxmemory'.")
 
 
@@ -49,47 +56,63 @@ def test_used_memory_grows_with_jobs(client: redis.Redis, raw: Conn) -> None:
         for i in range(200):  # 8 MB of bodies
             p.execute_command("ADDJOB", "big", body + str(i).encode(), 0)
         p.execute()
-    wait_for(lambda: used(raw) >= before + 4_000_000, 5, interval=0.1,
-             message="used_memory to grow by 4 MB")
-    wait_for(lambda: int(memory(raw)["used_memory_peak"]) >= before + 4_000_000, 5,
-             interval=0.1, message="used_memory_peak to follow")
+    wait_for(
+        lambda: used(raw) >= before + 4_000_000,
+        5,
+        interval=0.1,
+        message="used_memory to grow by 4 MB",
+    )
+    wait_for(
+        lambda: int(memory(raw)["used_memory_peak"]) >= before + 4_000_000,
+        5,
+        interval=0.1,
+        message="used_memory_peak to follow",
+    )
 
 
 def test_config_maxmemory(raw: Conn) -> None:
     assert raw.call("CONFIG", "SET", "maxmemory", "104857600") == ("+", "OK")
-    assert raw.call("CONFIG", "GET", "maxmemory") == \
-        ("*", [("$", "maxmemory"), ("$", "104857600")])
+    assert raw.call("CONFIG", "GET", "maxmemory") == ("*", [("$", "maxmemory"), ("$", "104857600")])
 
 
 def test_addjob_refused_over_maxmemory(raw: Conn) -> None:
     assert raw.call("ADDJOB", "q", "before", "0")[0] == "+"
     assert raw.call("CONFIG", "SET", "maxmemory", "1") == ("+", "OK")
-    wait_for(lambda: raw.call("ADDJOB", "q", "x", "0") == OOM, 5, interval=0.05,
-             message="ADDJOB -> OOM")
+    wait_for(
+        lambda: raw.call("ADDJOB", "q", "x", "0") == OOM, 5, interval=0.05, message="ADDJOB -> OOM"
+    )
     assert raw.call("ADDJOB", "q", "x", "0", "ASYNC") == OOM
     assert raw.call("QLEN", "q") == (":", 1)
 
 
 def test_addjob_accepted_again_when_limit_lifted(raw: Conn) -> None:
     raw.call("CONFIG", "SET", "maxmemory", "1")
-    wait_for(lambda: raw.call("ADDJOB", "q", "x", "0") == OOM, 5, interval=0.05,
-             message="ADDJOB -> OOM")
+    wait_for(
+        lambda: raw.call("ADDJOB", "q", "x", "0") == OOM, 5, interval=0.05, message="ADDJOB -> OOM"
+    )
     assert raw.call("CONFIG", "SET", "maxmemory", "0") == ("+", "OK")
-    wait_for(lambda: raw.call("ADDJOB", "q", "x", "0")[0] == "+", 5, interval=0.05,
-             message="ADDJOB accepted")
+    wait_for(
+        lambda: raw.call("ADDJOB", "q", "x", "0")[0] == "+",
+        5,
+        interval=0.05,
+        message="ADDJOB accepted",
+    )
 
 
 def test_non_growing_commands_work_over_maxmemory(raw: Conn) -> None:
     jid = raw.call("ADDJOB", "q", "body", "0")[1]
     jid2 = raw.call("ADDJOB", "q", "body2", "0")[1]
     raw.call("CONFIG", "SET", "maxmemory", "1")
-    wait_for(lambda: raw.call("ADDJOB", "q", "x", "0") == OOM, 5, interval=0.05,
-             message="ADDJOB -> OOM")
+    wait_for(
+        lambda: raw.call("ADDJOB", "q", "x", "0") == OOM, 5, interval=0.05, message="ADDJOB -> OOM"
+    )
     assert raw.call("PING") == ("+", "PONG")
     assert raw.call("QLEN", "q") == (":", 2)
     assert raw.call("SHOW", jid)[0] == "*"
-    assert raw.call("GETJOB", "FROM", "q") == \
-        ("*", [("*", [("$", "q"), ("$", jid), ("$", "body")])])
+    assert raw.call("GETJOB", "FROM", "q") == (
+        "*",
+        [("*", [("$", "q"), ("$", jid), ("$", "body")])],
+    )
     assert raw.call("ACKJOB", jid) == (":", 1)
     assert raw.call("DELJOB", jid2) == (":", 1)
     assert raw.call("INFO", "memory")[0] == "$"
@@ -97,6 +120,7 @@ def test_non_growing_commands_work_over_maxmemory(raw: Conn) -> None:
 
 
 # ---- maxmemory in a cluster: used_memory is the data ---------------------------------------
+
 
 def holders_of(cluster, jid: bytes) -> list[bytes]:
     """The state of the job on every node that has it."""
@@ -142,8 +166,9 @@ def test_maxmemory_3mb_replicates_externally_then_refuses(start_cluster) -> None
         for repl in (1, 2, 3) * 3:
             with pytest.raises(redis.ResponseError) as err:
                 c.execute_command("ADDJOB", "q", body, "200", "REPLICATE", str(repl))
-            assert isinstance(err.value, redis.exceptions.OutOfMemoryError) \
-                or str(err.value).startswith("NOREPL"), err.value
+            assert isinstance(err.value, redis.exceptions.OutOfMemoryError) or str(
+                err.value
+            ).startswith("NOREPL"), err.value
     assert first.is_running() and first.call("PING")
 
 

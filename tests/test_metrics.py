@@ -24,10 +24,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 NEEDS_PROMTOOL = pytest.mark.skipif(
     not shutil.which("promtool"),
-    reason="promtool not installed (Debian package 'prometheus'; .ci/run installs it)")
+    reason="promtool not installed (Debian package 'prometheus'; .ci/run installs it)",
+)
 NEEDS_PROMETHEUS = pytest.mark.skipif(
     not shutil.which("prometheus"),
-    reason="prometheus not installed (Debian package 'prometheus'; .ci/run installs it)")
+    reason="prometheus not installed (Debian package 'prometheus'; .ci/run installs it)",
+)
 
 
 def metrics_node(start_node, **config: str):
@@ -36,16 +38,20 @@ def metrics_node(start_node, **config: str):
 
 
 def scrape(port: int, scheme: str = "http", context: ssl.SSLContext | None = None) -> str:
-    with urllib.request.urlopen(f"{scheme}://127.0.0.1:{port}/metrics", timeout=10,
-                                context=context) as r:
+    with urllib.request.urlopen(
+        f"{scheme}://127.0.0.1:{port}/metrics", timeout=10, context=context
+    ) as r:
         assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         return r.read().decode()
 
 
 def samples(text: str) -> dict[tuple[str, frozenset], float]:
     """{(sample name, labels): value}."""
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def value(text: str, name: str, **labels: str) -> float:
@@ -62,13 +68,21 @@ def test_promtool_accepts_the_output(start_node):
     node.call("ADDJOB", "q", "body", 0)
     node.call("PAUSE", "p", "in")
     text = scrape(port)
-    check = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
-                           capture_output=True)
+    check = subprocess.run(
+        ["promtool", "check", "metrics"], input=text, text=True, capture_output=True
+    )
     assert check.returncode == 0, check.stdout + check.stderr
-    for name in ("disque_jobs", "disque_queue_length", "disque_addjob_replies_total",
-                 "disque_command_calls_total", "disque_bus_messages_received_total",
-                 "disque_aof_last_fsync_timestamp_seconds", "disque_memory_used_bytes",
-                 "disque_event_loop_max_stall_seconds", "process_resident_memory_bytes"):
+    for name in (
+        "disque_jobs",
+        "disque_queue_length",
+        "disque_addjob_replies_total",
+        "disque_command_calls_total",
+        "disque_bus_messages_received_total",
+        "disque_aof_last_fsync_timestamp_seconds",
+        "disque_memory_used_bytes",
+        "disque_event_loop_max_stall_seconds",
+        "process_resident_memory_bytes",
+    ):
         assert f"\n# TYPE {name} " in text, name
 
 
@@ -77,8 +91,11 @@ def test_jobs_queues_and_addjob_outcomes(start_node):
     for _ in range(3):
         node.call("ADDJOB", "work", "body", 0)
     with node.client() as c:
-        for args, error in ((["MAXLEN", "1"], "MAXLEN"), (["REPLICATE", "2"], "NOREPL"),
-                            (["BADOPTION", "1"], "syntax")):
+        for args, error in (
+            (["MAXLEN", "1"], "MAXLEN"),
+            (["REPLICATE", "2"], "NOREPL"),
+            (["BADOPTION", "1"], "syntax"),
+        ):
             with pytest.raises(redis.ResponseError, match=error):
                 c.execute_command("ADDJOB", "work", "body", 0, *args)
         c.execute_command("PAUSE", "work", "in")
@@ -93,8 +110,10 @@ def test_jobs_queues_and_addjob_outcomes(start_node):
     assert value(text, "disque_queue_jobs_out_total", queue="work") == 1
     assert value(text, "disque_queue_paused", queue="work", direction="in") == 1
     assert value(text, "disque_queue_paused", queue="work", direction="out") == 0
-    outcomes = {o: value(text, "disque_addjob_replies_total", outcome=o)
-                for o in ("ok", "MAXLEN", "NOREPL", "ERR", "PAUSED", "OOM")}
+    outcomes = {
+        o: value(text, "disque_addjob_replies_total", outcome=o)
+        for o in ("ok", "MAXLEN", "NOREPL", "ERR", "PAUSED", "OOM")
+    }
     assert outcomes == {"ok": 3, "MAXLEN": 1, "NOREPL": 1, "ERR": 1, "PAUSED": 1, "OOM": 0}
     assert value(text, "disque_command_calls_total", command="addjob") == 7
     assert value(text, "disque_cluster_known_nodes") == 1
@@ -102,7 +121,7 @@ def test_jobs_queues_and_addjob_outcomes(start_node):
 
 def test_oom_refusals_are_counted(start_node):
     node, port = metrics_node(start_node, maxmemory="1mb")
-    body = "x" * 10_000             # used_memory is the data: ~100 of these fill 1 MB
+    body = "x" * 10_000  # used_memory is the data: ~100 of these fill 1 MB
     for _ in range(500):
         try:
             node.call("ADDJOB", "q", body, 0)
@@ -120,8 +139,9 @@ def test_queue_series_are_capped_longest_first(start_node):
         for _ in range(n):
             node.call("ADDJOB", name, "body", 0)
     text = scrape(port)
-    exported = {dict(labels)["queue"] for name, labels in samples(text)
-                if name == "disque_queue_length"}
+    exported = {
+        dict(labels)["queue"] for name, labels in samples(text) if name == "disque_queue_length"
+    }
     assert exported == {"long", "middle"}
     assert value(text, "disque_queues") == 3
     assert value(text, "disque_queues_not_exported") == 1
@@ -148,7 +168,7 @@ def test_metrics_over_tls_when_the_node_has_a_certificate(start_node, certs):
     context = ssl.create_default_context(cafile=certs["ca"])
     text = scrape(port, "https", context)
     assert value(text, "disque_cluster_known_nodes") == 1
-    with pytest.raises(OSError):   # plain HTTP gets no answer
+    with pytest.raises(OSError):  # plain HTTP gets no answer
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)
     assert node.call("PING") is True
 
@@ -157,8 +177,9 @@ def test_metrics_over_tls_when_the_node_has_a_certificate(start_node, certs):
 def metrics_cluster(start_node):
     """Three nodes in a mesh, each with a metrics port: (cluster, [metrics ports])."""
     ports = [free_port() for _ in range(3)]
-    cluster = ClusterOfNodes([start_node(config={"cluster-node-timeout": "1500",
-                                                 "metrics-port": str(p)}) for p in ports])
+    cluster = ClusterOfNodes(
+        [start_node(config={"cluster-node-timeout": "1500", "metrics-port": str(p)}) for p in ports]
+    )
     cluster.meet_chain()
     cluster.wait_full_mesh()
     return cluster, ports
@@ -190,14 +211,22 @@ def test_prometheus_scrapes_a_cluster(metrics_cluster, tmp_path: Path):
     web = free_port()
     targets = ", ".join(f"'127.0.0.1:{p}'" for p in ports)
     config = tmp_path / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1s\n"
-                      "scrape_configs:\n  - job_name: disque\n"
-                      f"    static_configs:\n      - targets: [{targets}]\n")
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n"
+        "scrape_configs:\n  - job_name: disque\n"
+        f"    static_configs:\n      - targets: [{targets}]\n"
+    )
     log = (tmp_path / "prometheus.log").open("w")
-    proc = subprocess.Popen(["prometheus", f"--config.file={config}",
-                             f"--storage.tsdb.path={tmp_path / 'data'}",
-                             f"--web.listen-address=127.0.0.1:{web}"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{web}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
 
     def query(expr: str) -> list:
         url = f"http://127.0.0.1:{web}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
@@ -211,13 +240,19 @@ def test_prometheus_scrapes_a_cluster(metrics_cluster, tmp_path: Path):
         return float(result[0]["value"][1]) if result else None
 
     try:
-        wait_for(lambda: scalar('count(up{job="disque"} == 1)') == 3, timeout=60,
-                 message="Prometheus scraping the 3 nodes")
-        wait_for(lambda: scalar('sum(disque_queue_length{queue="backlog"})') == 6, timeout=30,
-                 message="the backlog's length in Prometheus")
+        wait_for(
+            lambda: scalar('count(up{job="disque"} == 1)') == 3,
+            timeout=60,
+            message="Prometheus scraping the 3 nodes",
+        )
+        wait_for(
+            lambda: scalar('sum(disque_queue_length{queue="backlog"})') == 6,
+            timeout=30,
+            message="the backlog's length in Prometheus",
+        )
         per_node = query('disque_queue_length{queue="backlog"}')
         assert sorted(float(r["value"][1]) for r in per_node) == [1, 5]
-        assert scalar('sum(disque_jobs{state="active"})') == 12   # the replicas
+        assert scalar('sum(disque_jobs{state="active"})') == 12  # the replicas
     finally:
         proc.terminate()
         proc.wait(30)

@@ -47,7 +47,7 @@ def test_plain_nack_and_delay_zero_queue_at_once(node):
 def test_nack_delay_counts_what_it_delayed(node):
     a = delivered_job(node, "q")
     b = delivered_job(node, "q")
-    node.call("ADDJOB", "q", "body", 0)      # queued, not delivered: not NACKed
+    node.call("ADDJOB", "q", "body", 0)  # queued, not delivered: not NACKed
     [queued] = node.call("QPEEK", "q", 1)
     unknown = b"D-00000000-" + a[11:]
     assert node.call("NACK", a, b, queued[1], unknown, "DELAY", 30) == 2
@@ -87,13 +87,19 @@ def test_nack_delay_in_a_cluster(cluster3):
     while time.monotonic() - start < 3.8:
         assert queued_on(cluster3, "q") == [0, 0, 0], "a copy queued before the delay"
         time.sleep(0.05)
-    wait_for(lambda: sum(queued_on(cluster3, "q")) == 1, timeout=10,
-             message="the job queued again after the delay")
+    wait_for(
+        lambda: sum(queued_on(cluster3, "q")) == 1,
+        timeout=10,
+        message="the job queued again after the delay",
+    )
     assert time.monotonic() - start >= 4.0
-    time.sleep(1.5)   # past every owner's own timer: still queued on one node only
+    time.sleep(1.5)  # past every owner's own timer: still queued on one node only
     assert sorted(queued_on(cluster3, "q")) == [0, 0, 1]
-    wait_for(lambda: all(show(n, jid)[b"nacks"] == 1 for n in cluster3), timeout=5,
-             message="every owner counting the NACK once")
+    wait_for(
+        lambda: all(show(n, jid)[b"nacks"] == 1 for n in cluster3),
+        timeout=5,
+        message="every owner counting the NACK once",
+    )
     assert all(show(n, jid)[b"additional-deliveries"] == 0 for n in cluster3)
 
 
@@ -106,6 +112,9 @@ def test_other_owners_stand_in_when_the_nacking_node_dies(cluster3):
     wait_for(lambda: show(cluster3[1], jid) and show(cluster3[2], jid), timeout=5)
     first.kill()
     survivors = cluster3.nodes[1:]
-    wait_for(lambda: sum(queued_on(survivors, "q")) >= 1, timeout=15,
-             message="a surviving owner queueing the job")
+    wait_for(
+        lambda: sum(queued_on(survivors, "q")) >= 1,
+        timeout=15,
+        message="a surviving owner queueing the job",
+    )
     assert time.monotonic() - start >= 3.0

@@ -54,13 +54,15 @@ class Forwarder:
             await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
         server = asyncio.run_coroutine_threadsafe(
-            asyncio.start_server(handle, *listen, reuse_address=True), self.loop).result(10)
+            asyncio.start_server(handle, *listen, reuse_address=True), self.loop
+        ).result(10)
         self.servers.append(server)
 
     def close(self) -> None:
         async def stop() -> None:
             for server in self.servers:
                 server.close()
+
         asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
@@ -87,8 +89,9 @@ def forwarder() -> Iterator[Forwarder]:
 class NattedNode:
     """A node inside (`inside`: ip, port, bus port) announcing `outside` addresses."""
 
-    def __init__(self, node: Node, inside: tuple[str, int, int],
-                 outside: tuple[str, int, int]) -> None:
+    def __init__(
+        self, node: Node, inside: tuple[str, int, int], outside: tuple[str, int, int]
+    ) -> None:
         self.node, self.inside, self.outside = node, inside, outside
 
     def client(self, outside: bool = False) -> redis.Redis:
@@ -115,10 +118,18 @@ def natted_cluster(tmp_path, forwarder: Forwarder) -> list[NattedNode]:
         outside = (outside_ips[i], announced, announced_bus)
         forwarder.forward(outside[:2], inside[:2])
         forwarder.forward((outside[0], outside[2]), (inside[0], inside[2]))
-        node = Node(tmp_path / f"n{i}", port=port, config={
-            "bind": inside[0], "cluster-port": str(bus), "cluster-node-timeout": "1500",
-            "cluster-announce-ip": outside[0], "cluster-announce-port": str(announced),
-            "cluster-announce-bus-port": str(announced_bus)})
+        node = Node(
+            tmp_path / f"n{i}",
+            port=port,
+            config={
+                "bind": inside[0],
+                "cluster-port": str(bus),
+                "cluster-node-timeout": "1500",
+                "cluster-announce-ip": outside[0],
+                "cluster-announce-port": str(announced),
+                "cluster-announce-bus-port": str(announced_bus),
+            },
+        )
         nodes.append(NattedNode(node.start(wait=False), inside, outside))
     for n in nodes:
         wait_for(lambda n=n: n.call("PING"), 30, message=f"node on {n.inside[0]}")
@@ -131,8 +142,13 @@ def test_nodes_behind_nat_form_a_cluster_and_serve_jobs(tmp_path, forwarder):
         # MEET with the announced addresses (node 0 meets: its bus port is not port+10000).
         for a, b in ((nodes[0], nodes[1]), (nodes[1], nodes[2])):
             assert a.call("CLUSTER", "MEET", b.outside[0], b.outside[1]) == b"OK"
-        wait_for(lambda: all(n.call("CLUSTER", "INFO").decode().count(
-            "cluster_reachable_nodes:2") for n in nodes), 30, message="a full mesh")
+        wait_for(
+            lambda: all(
+                n.call("CLUSTER", "INFO").decode().count("cluster_reachable_nodes:2") for n in nodes
+            ),
+            30,
+            message="a full mesh",
+        )
 
         expected = {f"{n.outside[0]}:{n.outside[1]}" for n in nodes[1:]}
         expected.add(f"{nodes[0].outside[0]}:{nodes[0].outside[1]}@{nodes[0].outside[2]}")
@@ -140,15 +156,26 @@ def test_nodes_behind_nat_form_a_cluster_and_serve_jobs(tmp_path, forwarder):
             lines = n.call("CLUSTER", "NODES").decode().splitlines()
             assert {line.split()[1] for line in lines} == expected
             hello = n.call("HELLO")
-            assert {(e[1].decode(), int(e[2])) for e in hello[2:]} == \
-                {(m.outside[0], m.outside[1]) for m in nodes}
-        for n in nodes:   # every bus link went through the NAT
+            assert {(e[1].decode(), int(e[2])) for e in hello[2:]} == {
+                (m.outside[0], m.outside[1]) for m in nodes
+            }
+        for n in nodes:  # every bus link went through the NAT
             assert forwarder.connections[(n.outside[0], n.outside[2])] >= 2
         # The cluster manager finds every node at its announced address (ip:port@busport).
         check = subprocess.run(
-            [sys.executable, "-m", "disque_cli", "--cluster", "check",
-             f"{nodes[1].outside[0]}:{nodes[1].outside[1]}"],
-            capture_output=True, text=True, timeout=60, cwd=ROOT)
+            [
+                sys.executable,
+                "-m",
+                "disque_cli",
+                "--cluster",
+                "check",
+                f"{nodes[1].outside[0]}:{nodes[1].outside[1]}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        )
         assert check.returncode == 0, check.stdout + check.stderr
         assert f"{nodes[0].outside[0]}:{nodes[0].outside[1]}" in check.stdout
 
@@ -159,8 +186,11 @@ def test_nodes_behind_nat_form_a_cluster_and_serve_jobs(tmp_path, forwarder):
             [[queue, got, body]] = c.execute_command("GETJOB", "TIMEOUT", 5000, "FROM", "q")
             assert (got, body) == (jid, b"across the NAT")
             assert c.execute_command("ACKJOB", jid) == 1
-        wait_for(lambda: not any(n.call("SHOW", jid) for n in nodes), 15,
-                 message="the acknowledged job gone from every node")
+        wait_for(
+            lambda: not any(n.call("SHOW", jid) for n in nodes),
+            15,
+            message="the acknowledged job gone from every node",
+        )
     finally:
         for n in nodes:
             n.node.terminate()
@@ -173,9 +203,19 @@ def test_create_meets_a_node_behind_nat_at_its_announced_bus_port(tmp_path, forw
     try:
         order = (nodes[1], nodes[0], nodes[2])
         create = subprocess.run(
-            [sys.executable, "-m", "disque_cli", "--cluster", "create",
-             *(f"{n.outside[0]}:{n.outside[1]}" for n in order)],
-            capture_output=True, text=True, timeout=90, cwd=ROOT)
+            [
+                sys.executable,
+                "-m",
+                "disque_cli",
+                "--cluster",
+                "create",
+                *(f"{n.outside[0]}:{n.outside[1]}" for n in order),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            cwd=ROOT,
+        )
         assert create.returncode == 0, create.stdout + create.stderr
         assert forwarder.connections[(nodes[0].outside[0], nodes[0].outside[2])] >= 1
         for n in nodes:
@@ -189,12 +229,18 @@ def test_cluster_nodes_file_keeps_announced_bus_ports(tmp_path, forwarder):
     nodes = natted_cluster(tmp_path, forwarder)
     try:
         assert nodes[0].call("CLUSTER", "MEET", nodes[1].outside[0], nodes[1].outside[1])
-        wait_for(lambda: "cluster_reachable_nodes:1" in nodes[1].call("CLUSTER", "INFO").decode(),
-                 30, message="node 1 reaching node 0")
+        wait_for(
+            lambda: "cluster_reachable_nodes:1" in nodes[1].call("CLUSTER", "INFO").decode(),
+            30,
+            message="node 1 reaching node 0",
+        )
         nodes[1].node.terminate()
         nodes[1].node.start(wait=False)
-        wait_for(lambda: "cluster_reachable_nodes:1" in nodes[1].call("CLUSTER", "INFO").decode(),
-                 30, message="node 1 reaching node 0 again after a restart (nodes.conf)")
+        wait_for(
+            lambda: "cluster_reachable_nodes:1" in nodes[1].call("CLUSTER", "INFO").decode(),
+            30,
+            message="node 1 reaching node 0 again after a restart (nodes.conf)",
+        )
         text = nodes[1].call("CLUSTER", "NODES").decode()
         assert f"{nodes[0].outside[0]}:{nodes[0].outside[1]}@{nodes[0].outside[2]}" in text
     finally:
@@ -203,8 +249,11 @@ def test_cluster_nodes_file_keeps_announced_bus_ports(tmp_path, forwarder):
 
 
 def test_bad_announce_values_are_refused(tmp_path):
-    for key, value in (("cluster-announce-ip", "not-an-ip"), ("cluster-port", "70000"),
-                       ("cluster-announce-bus-port", "-1")):
+    for key, value in (
+        ("cluster-announce-ip", "not-an-ip"),
+        ("cluster-port", "70000"),
+        ("cluster-announce-bus-port", "-1"),
+    ):
         node = Node(tmp_path / key, config={key: value})
         node.start(wait=False)
         assert node.proc.wait(15) == 1

@@ -91,11 +91,16 @@ def test_bgrewriteaof_under_load_loses_nothing(start_node):
     writer = threading.Thread(target=load)
     writer.start()
     try:
-        assert node.call("BGREWRITEAOF")        # redis-py turns the status into True
+        assert node.call("BGREWRITEAOF")  # redis-py turns the status into True
         assert "Background append only file rewriting started" in node.log()
-        wait_for(lambda: node.info("persistence")["aof_rewrite_in_progress"] == 0
-                 and node.info("persistence")["aof_last_bgrewrite_status"] == "ok", 30,
-                 message="rewrite done")
+        wait_for(
+            lambda: (
+                node.info("persistence")["aof_rewrite_in_progress"] == 0
+                and node.info("persistence")["aof_last_bgrewrite_status"] == "ok"
+            ),
+            30,
+            message="rewrite done",
+        )
     finally:
         stop.set()
         writer.join(10)
@@ -109,7 +114,7 @@ def test_bgrewriteaof_under_load_loses_nothing(start_node):
 def test_controlled_restart_restores_queues_in_order_with_retry_zero_jobs(tmp_path, start_node):
     conf = tmp_path / "disque.conf"
     conf.write_text("# controlled restart test\nhz 10\n")
-    node = start_node(args=[str(conf)])           # appendonly is off
+    node = start_node(args=[str(conf)])  # appendonly is off
     ids = [node.call("ADDJOB", "q", f"j{i}", "0") for i in range(5)]
     ids.append(node.call("ADDJOB", "q", "at-most-once", "0", "RETRY", "0"))
     delivered = node.call("ADDJOB", "other", "taken", "0")
@@ -117,13 +122,13 @@ def test_controlled_restart_restores_queues_in_order_with_retry_zero_jobs(tmp_pa
     assert node.call("CONFIG", "SET", "aof-enqueue-jobs-once", "yes") == b"OK"
     assert node.call("CONFIG", "REWRITE") == b"OK"
     with node.client() as c:
-        with pytest.raises(redis.ConnectionError):      # SHUTDOWN does not reply
+        with pytest.raises(redis.ConnectionError):  # SHUTDOWN does not reply
             c.execute_command("SHUTDOWN", "REWRITE-AOF")
     node.proc.wait(10)
     assert node.proc.returncode == 0
     node.start()
     assert [j[1] for j in node.call("QPEEK", "q", "10")] == ids
-    assert node.call("QLEN", "other") == 0                  # delivered: stays active
+    assert node.call("QLEN", "other") == 0  # delivered: stays active
     assert node.call("SHOW", delivered) is not None
     assert node.call("CONFIG", "GET", "aof-enqueue-jobs-once") == [b"aof-enqueue-jobs-once", b"no"]
     assert "aof-enqueue-jobs-once no" in conf.read_text()
@@ -179,12 +184,14 @@ def test_check_aof_finds_and_fixes_a_truncated_file(start_node):
     with open(path, "ab") as f:
         f.write(b"*2\r\n$6\r\nDELJ")
     check = [sys.executable, "-m", "disque_server.check_aof"]
-    res = subprocess.run([*check, str(path)], capture_output=True, text=True,
-                         stdin=subprocess.DEVNULL)
+    res = subprocess.run(
+        [*check, str(path)], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
     assert res.returncode == 1
     assert f"ok_up_to={good}" in res.stdout
-    res = subprocess.run([*check, "--fix", str(path)], capture_output=True, text=True,
-                         stdin=subprocess.DEVNULL)
+    res = subprocess.run(
+        [*check, "--fix", str(path)], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
     assert res.returncode == 0 and "truncated" in res.stdout
     assert path.stat().st_size == good
     res = subprocess.run([*check, str(path)], capture_output=True, text=True)
@@ -209,6 +216,7 @@ def test_mass_kill_of_a_cluster_with_aof_still_delivers(start_cluster):
             if got:
                 return got[0][1]
         return None
+
     assert wait_for(delivered, 20, message="the job delivered after the mass restart") == jid
 
 

@@ -37,8 +37,9 @@ def recv_until(sock: socket.socket, n_lines: int, timeout: float = 10.0) -> byte
 
 def non_loopback_ipv4() -> str | None:
     try:
-        out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True,
-                             text=True, timeout=5).stdout
+        out = subprocess.run(
+            ["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, timeout=5
+        ).stdout
         for ip in re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", out):
             if not ip.startswith("127."):
                 return ip
@@ -54,6 +55,7 @@ def non_loopback_ipv4() -> str | None:
 
 
 # ---- inline commands ----------------------------------------------------------------
+
 
 def test_inline_ping(node: Node) -> None:
     with socket.create_connection(("127.0.0.1", node.port), timeout=10) as s:
@@ -74,8 +76,9 @@ def test_inline_addjob_and_quoted_arguments(node: Node, client: redis.Redis) -> 
     assert reply.startswith(b"+D-") and reply.endswith(b"\r\n")
     jid = reply[1:-2].decode()
     assert JOBID.fullmatch(jid)
-    assert client.execute_command("GETJOB", "FROM", "inq") == \
-        [[b"inq", jid.encode(), b"hello world"]]
+    assert client.execute_command("GETJOB", "FROM", "inq") == [
+        [b"inq", jid.encode(), b"hello world"]
+    ]
 
 
 def test_inline_nul_byte_ends_the_line(node: Node) -> None:
@@ -97,7 +100,7 @@ def test_command_split_across_writes(node: Node) -> None:
     with socket.create_connection(("127.0.0.1", node.port), timeout=10) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for i in range(len(payload)):
-            s.sendall(payload[i:i + 1])
+            s.sendall(payload[i : i + 1])
         data = recv_until(s, 2)
     first, second, _ = data.split(b"\r\n")
     assert first.startswith(b"+D-")
@@ -122,6 +125,7 @@ def test_command_split_at_every_byte_boundary(node: Node) -> None:
 
 # ---- pipelining ------------------------------------------------------------------------
 
+
 def test_pipelining_many_commands_in_one_write(node: Node) -> None:
     n = 500
     payload = b"".join(encode(["ADDJOB", "pipeq", f"b{i}", "0"]) for i in range(n))
@@ -137,8 +141,13 @@ def test_pipelining_many_commands_in_one_write(node: Node) -> None:
 
 
 def test_pipelined_inline_and_multibulk_mixed(node: Node) -> None:
-    payload = (b"PING\r\n" + encode(["QLEN", "mixq"]) + b"PING\r\n" + encode(["QLEN", "mixq"])
-               + b"QLEN mixq\r\n")
+    payload = (
+        b"PING\r\n"
+        + encode(["QLEN", "mixq"])
+        + b"PING\r\n"
+        + encode(["QLEN", "mixq"])
+        + b"QLEN mixq\r\n"
+    )
     with socket.create_connection(("127.0.0.1", node.port), timeout=10) as s:
         s.sendall(payload)
         data = recv_until(s, 5)
@@ -149,8 +158,12 @@ def test_inline_after_requests_in_any_encoding_whatever_the_cuts(node: Node) -> 
     """Requests may use any encoding hiredis accepts (simple strings for bulk strings,
     here with bytes that look like array headers): the inline command after them starts
     where they end, wherever the stream is cut."""
-    payload = (b"*2\r\n+PING\r\n+a*123\r\n" + encode(["PING", "b%45|6~7>8"])
-               + b"*1\r\n+PING\r\nPING\r\n" + encode(["PING"]))
+    payload = (
+        b"*2\r\n+PING\r\n+a*123\r\n"
+        + encode(["PING", "b%45|6~7>8"])
+        + b"*1\r\n+PING\r\nPING\r\n"
+        + encode(["PING"])
+    )
     expected = b"$5\r\na*123\r\n$10\r\nb%45|6~7>8\r\n+PONG\r\n+PONG\r\n+PONG\r\n"
     bad = []
     for cut in range(len(payload)):
@@ -168,18 +181,19 @@ def test_inline_after_requests_in_any_encoding_whatever_the_cuts(node: Node) -> 
 def test_big_body_with_header_like_bytes_in_many_writes(node: Node, client: redis.Redis) -> None:
     """A body of megabytes, full of bytes that look like RESP headers, sent in small
     writes, then more requests: the node follows the request header by header."""
-    body = b"*2147483648\r\n*1\r\n~99\r\n$999999999\r\nPING\r\n" * 100_000   # 4.3 MB
+    body = b"*2147483648\r\n*1\r\n~99\r\n$999999999\r\nPING\r\n" * 100_000  # 4.3 MB
     payload = encode(["ADDJOB", "bigq", body, "0"]) + encode(["QLEN", "bigq"]) + b"PING\r\n"
     with socket.create_connection(("127.0.0.1", node.port), timeout=30) as s:
         for i in range(0, len(payload), 50_000):
-            s.sendall(payload[i:i + 50_000])
+            s.sendall(payload[i : i + 50_000])
         data = recv_until(s, 3, timeout=30)
     assert data.startswith(b"+D-") and data.endswith(b"\r\n:1\r\n+PONG\r\n"), data[:200]
     assert client.execute_command("GETJOB", "FROM", "bigq")[0][2] == body
 
 
-def test_pipelined_bodies_with_header_like_bytes_cut_anywhere(node: Node,
-                                                              client: redis.Redis) -> None:
+def test_pipelined_bodies_with_header_like_bytes_cut_anywhere(
+    node: Node, client: redis.Redis
+) -> None:
     bodies = [b"x*%d ~%d >%d %%%d |%d $%d" % (i, i, i, i, i, i * 10**9) for i in range(300)]
     payload = b"".join(encode(["ADDJOB", "hdrq", b, "0"]) for b in bodies)
     rng = random.Random(7)
@@ -209,6 +223,7 @@ def test_pipelined_replies_keep_order(client: redis.Redis) -> None:
 
 
 # ---- RESP3 and HELLO -----------------------------------------------------------------
+
 
 def test_hello_3_switches_to_resp3(raw: Conn) -> None:
     t, fields = raw.call("HELLO", "3")
@@ -252,8 +267,7 @@ def test_resp3_info_is_still_a_bulk_string(raw: Conn) -> None:
 def test_resp3_getjob_is_an_array_of_arrays(raw: Conn) -> None:
     raw.call("HELLO", "3")
     jid = raw.call("ADDJOB", "q", "x", "0")[1]
-    assert raw.call("GETJOB", "FROM", "q") == \
-        ("*", [("*", [("$", "q"), ("$", jid), ("$", "x")])])
+    assert raw.call("GETJOB", "FROM", "q") == ("*", [("*", [("$", "q"), ("$", jid), ("$", "x")])])
 
 
 def test_hello_2_returns_to_resp2(raw: Conn) -> None:
@@ -301,6 +315,7 @@ def test_redis_py_protocol_3_client(node: Node) -> None:
 
 
 # ---- AUTH -----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def secured(start_node) -> Node:
@@ -357,6 +372,7 @@ def test_requirepass_set_at_runtime(node: Node, raw: Conn) -> None:
 
 # ---- QUIT -------------------------------------------------------------------------------
 
+
 def test_quit_replies_ok_and_closes(raw: Conn) -> None:
     assert raw.call("QUIT") == ("+", "OK")
     assert raw.is_closed(5)
@@ -370,9 +386,9 @@ def test_quit_inline(node: Node) -> None:
 
 # ---- protected mode / bind ---------------------------------------------------------------
 
+
 def test_protected_mode_logged(node: Node) -> None:
-    wait_for(lambda: "protected mode" in node.log().lower(), 5,
-             message="protected mode in the log")
+    wait_for(lambda: "protected mode" in node.log().lower(), 5, message="protected mode in the log")
 
 
 def test_protected_mode_listens_on_loopback_only(node: Node) -> None:
@@ -396,14 +412,17 @@ def test_bind_all_interfaces(start_node) -> None:
 
 # ---- maxclients --------------------------------------------------------------------------
 
+
 def test_maxclients(start_node) -> None:
     node = start_node(config={"maxclients": "3"})
     first = Conn(node.port)
     conns = [first]
     try:
-        wait_for(lambda: re.search(r"connected_clients:1\r?\n",
-                                   first.call("INFO", "clients")[1]), 5,
-                 message="only one client connected")
+        wait_for(
+            lambda: re.search(r"connected_clients:1\r?\n", first.call("INFO", "clients")[1]),
+            5,
+            message="only one client connected",
+        )
         for _ in range(2):
             conns.append(Conn(node.port))
             assert conns[-1].call("PING") == ("+", "PONG")
@@ -418,6 +437,7 @@ def test_maxclients(start_node) -> None:
         def new_client_accepted() -> bool:
             with Conn(node.port) as c:
                 return c.call("PING") == ("+", "PONG")
+
         wait_for(new_client_accepted, 5, message="a freed client slot")
     finally:
         for c in conns:
@@ -426,28 +446,38 @@ def test_maxclients(start_node) -> None:
 
 # ---- errors: unknown commands, arity, bad numbers ---------------------------------------------
 
-@pytest.mark.parametrize(("args", "error"), [
-    (["NOSUCHCOMMAND", "a", "b"], "ERR unknown command 'NOSUCHCOMMAND'"),
-    (["foobar"], "ERR unknown command 'foobar'"),
-    (["SHOW"], "ERR wrong number of arguments for 'show' command"),
-    (["QLEN"], "ERR wrong number of arguments for 'qlen' command"),
-    (["QSTAT"], "ERR wrong number of arguments for 'qstat' command"),
-    (["QPEEK", "q"], "ERR wrong number of arguments for 'qpeek' command"),
-    (["WORKING"], "ERR wrong number of arguments for 'working' command"),
-    (["SHOW", "a", "b"], "ERR wrong number of arguments for 'show' command"),
-    (["LOADJOB", "x"], "ERR LOADJOB is a special command only processed from AOF"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["NOSUCHCOMMAND", "a", "b"], "ERR unknown command 'NOSUCHCOMMAND'"),
+        (["foobar"], "ERR unknown command 'foobar'"),
+        (["SHOW"], "ERR wrong number of arguments for 'show' command"),
+        (["QLEN"], "ERR wrong number of arguments for 'qlen' command"),
+        (["QSTAT"], "ERR wrong number of arguments for 'qstat' command"),
+        (["QPEEK", "q"], "ERR wrong number of arguments for 'qpeek' command"),
+        (["WORKING"], "ERR wrong number of arguments for 'working' command"),
+        (["SHOW", "a", "b"], "ERR wrong number of arguments for 'show' command"),
+        (["LOADJOB", "x"], "ERR LOADJOB is a special command only processed from AOF"),
+    ],
+)
 def test_command_errors(raw: Conn, args: list[str], error: str) -> None:
     assert raw.call(*args) == ("-", error)
     assert raw.call("PING") == ("+", "PONG")
 
 
-@pytest.mark.parametrize("args", [
-    ["QPEEK", "q", "x"], ["QPEEK", "q", "99999999999999999999999"],
-    ["GETJOB", "TIMEOUT", "1.5", "FROM", "q"], ["ADDJOB", "q", "x", "0", "TTL", "1e3"],
-    ["ADDJOB", "q", "x", "0", "RETRY", "99999999999999999999999"],
-    ["JSCAN", "0", "COUNT", "x"], ["QSCAN", "0", "COUNT", "-"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["QPEEK", "q", "x"],
+        ["QPEEK", "q", "99999999999999999999999"],
+        ["GETJOB", "TIMEOUT", "1.5", "FROM", "q"],
+        ["ADDJOB", "q", "x", "0", "TTL", "1e3"],
+        ["ADDJOB", "q", "x", "0", "RETRY", "99999999999999999999999"],
+        ["JSCAN", "0", "COUNT", "x"],
+        ["QSCAN", "0", "COUNT", "-"],
+    ],
+)
 def test_bad_numbers_are_errors(raw: Conn, args: list[str]) -> None:
     t, msg = raw.call(*args)
     assert t == "-" and msg.startswith("ERR"), (t, msg)
@@ -466,8 +496,9 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize("payload", MALFORMED)
-def test_protocol_error_closes_only_that_connection(node: Node, client: redis.Redis,
-                                                    payload: bytes) -> None:
+def test_protocol_error_closes_only_that_connection(
+    node: Node, client: redis.Redis, payload: bytes
+) -> None:
     jid = client.execute_command("ADDJOB", "safe", "keep me", 0)
     bystander = Conn(node.port)
     try:
@@ -516,7 +547,9 @@ def test_random_garbage_does_not_hurt(node: Node, client: redis.Redis) -> None:
     rng = random.Random(1234)
     prefixes = [b"", b"*", b"$", b"*2\r\n$", b"*1\r\n$3\r\n", b"PING ", b"\r\n"]
     for _ in range(60):
-        junk = rng.choice(prefixes) + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
+        junk = rng.choice(prefixes) + bytes(
+            rng.randrange(256) for _ in range(rng.randrange(1, 300))
+        )
         try:
             with socket.create_connection(("127.0.0.1", node.port), timeout=5) as s:
                 s.sendall(junk)
@@ -542,6 +575,7 @@ def test_multibulk_count_zero_is_ignored(node: Node) -> None:
 
 # ---- binary safety ----------------------------------------------------------------------------
 
+
 def test_every_byte_value_round_trips(client: redis.Redis) -> None:
     body = bytes(range(256)) * 3
     jid = client.execute_command("ADDJOB", "binq", body, 0)
@@ -550,8 +584,17 @@ def test_every_byte_value_round_trips(client: redis.Redis) -> None:
     assert client.execute_command("GETJOB", "FROM", "binq") == [[b"binq", jid, body]]
 
 
-@pytest.mark.parametrize("body", [b"\r\n", b"\x00", b"$5\r\nhello\r\n", b"*1\r\n",
-                                  b"\xff\xfe\x00\r\n\r\n", "ünïcødé ✓".encode()])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\r\n",
+        b"\x00",
+        b"$5\r\nhello\r\n",
+        b"*1\r\n",
+        b"\xff\xfe\x00\r\n\r\n",
+        "ünïcødé ✓".encode(),
+    ],
+)
 def test_tricky_bodies(client: redis.Redis, body: bytes) -> None:
     jid = client.execute_command("ADDJOB", "binq", body, 0)
     assert client.execute_command("GETJOB", "FROM", "binq") == [[b"binq", jid, body]]

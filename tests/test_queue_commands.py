@@ -7,8 +7,18 @@ import redis
 from conformance import Conn, pairs
 from nodes import Node, wait_for
 
-QSTAT_KEYS = ["name", "len", "age", "idle", "blocked", "import-from", "import-rate",
-              "jobs-in", "jobs-out", "pause"]
+QSTAT_KEYS = [
+    "name",
+    "len",
+    "age",
+    "idle",
+    "blocked",
+    "import-from",
+    "import-rate",
+    "jobs-in",
+    "jobs-out",
+    "pause",
+]
 BADID = ("-", "BADID Invalid Job ID format.")
 UNKNOWN_ALO = "D-00000000-000000000000000000000000-0001"
 
@@ -33,6 +43,7 @@ def qstat(client: redis.Redis, queue: str) -> dict | None:
 
 # ---- QLEN -------------------------------------------------------------------------
 
+
 def test_qlen_counts_queued_jobs(client: redis.Redis) -> None:
     assert client.execute_command("QLEN", "q") == 0
     for i in range(3):
@@ -52,6 +63,7 @@ def test_qlen_arity(raw: Conn) -> None:
 
 
 # ---- QSTAT ------------------------------------------------------------------------
+
 
 def test_qstat_unknown_queue_is_null(client: redis.Redis) -> None:
     assert client.execute_command("QSTAT", "nosuchqueue") is None
@@ -104,19 +116,24 @@ def test_qstat_shows_pause_state(client: redis.Redis, state: str) -> None:
 
 # ---- QPEEK ------------------------------------------------------------------------
 
+
 @pytest.fixture
 def five(client: redis.Redis) -> list[bytes]:
     return [addjob(client, "q", f"b{i}") for i in range(5)]
 
 
 def test_qpeek_positive_oldest_first(client: redis.Redis, five: list[bytes]) -> None:
-    assert client.execute_command("QPEEK", "q", 2) == \
-        [[b"q", five[0], b"b0"], [b"q", five[1], b"b1"]]
+    assert client.execute_command("QPEEK", "q", 2) == [
+        [b"q", five[0], b"b0"],
+        [b"q", five[1], b"b1"],
+    ]
 
 
 def test_qpeek_negative_newest_first(client: redis.Redis, five: list[bytes]) -> None:
-    assert client.execute_command("QPEEK", "q", -2) == \
-        [[b"q", five[4], b"b4"], [b"q", five[3], b"b3"]]
+    assert client.execute_command("QPEEK", "q", -2) == [
+        [b"q", five[4], b"b4"],
+        [b"q", five[3], b"b3"],
+    ]
 
 
 def test_qpeek_more_than_length(client: redis.Redis, five: list[bytes]) -> None:
@@ -151,6 +168,7 @@ def test_qpeek_arity(raw: Conn) -> None:
 
 
 # ---- DEQUEUE / ENQUEUE ---------------------------------------------------------
+
 
 def test_dequeue_makes_job_active(client: redis.Redis) -> None:
     jid = addjob(client, "q", "x")
@@ -218,11 +236,22 @@ def test_enqueue_with_bad_id_enqueues_nothing(client: redis.Redis, raw: Conn) ->
 
 # ---- PAUSE ------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("opts", "state"), [
-    (["state"], "none"), (["in"], "in"), (["out"], "out"), (["all"], "all"),
-    (["in", "out"], "all"), (["none"], "none"), (["all", "none"], "none"),
-    (["in", "bcast"], "in"), (["none", "bcast"], "none"), (["IN"], "in"),
-])
+
+@pytest.mark.parametrize(
+    ("opts", "state"),
+    [
+        (["state"], "none"),
+        (["in"], "in"),
+        (["out"], "out"),
+        (["all"], "all"),
+        (["in", "out"], "all"),
+        (["none"], "none"),
+        (["all", "none"], "none"),
+        (["in", "bcast"], "in"),
+        (["none", "bcast"], "none"),
+        (["IN"], "in"),
+    ],
+)
 def test_pause_replies_state_after_options(raw: Conn, opts: list[str], state: str) -> None:
     assert raw.call("PAUSE", "pq", *opts) == ("+", state)
     assert raw.call("PAUSE", "pq", "state") == ("+", state)

@@ -9,9 +9,23 @@ import redis
 from conformance import Conn, pairs
 from nodes import Node
 
-SHOW_KEYS = ["id", "queue", "state", "repl", "ttl", "ctime", "delay", "retry", "nacks",
-             "additional-deliveries", "nodes-delivered", "nodes-confirmed",
-             "next-requeue-within", "next-awake-within", "body"]
+SHOW_KEYS = [
+    "id",
+    "queue",
+    "state",
+    "repl",
+    "ttl",
+    "ctime",
+    "delay",
+    "retry",
+    "nacks",
+    "additional-deliveries",
+    "nodes-delivered",
+    "nodes-confirmed",
+    "next-requeue-within",
+    "next-awake-within",
+    "body",
+]
 
 
 @pytest.fixture
@@ -27,8 +41,9 @@ def add_many(client: redis.Redis, n: int, queue: str | None = None, *opts: objec
         return p.execute()
 
 
-def scan_all(client: redis.Redis, cmd: str, *opts: object, count: int | None = 10,
-             max_calls: int = 100_000) -> list[bytes]:
+def scan_all(
+    client: redis.Redis, cmd: str, *opts: object, count: int | None = 10, max_calls: int = 100_000
+) -> list[bytes]:
     """Iterate a cursor to the end; return everything it produced (with duplicates)."""
     seen: list = []
     cursor = b"0"
@@ -42,6 +57,7 @@ def scan_all(client: redis.Redis, cmd: str, *opts: object, count: int | None = 1
 
 
 # ---- JSCAN ------------------------------------------------------------------------
+
 
 def test_jscan_empty(client: redis.Redis) -> None:
     assert client.execute_command("JSCAN") == [b"0", []]
@@ -57,8 +73,13 @@ def test_jscan_ids_are_status_replies(client: redis.Redis, raw: Conn) -> None:
 
 def test_jscan_without_cursor_and_busyloop(client: redis.Redis) -> None:
     ids = set(add_many(client, 5))
-    for args in (["JSCAN"], ["JSCAN", "0", "COUNT", "100"], ["JSCAN", "BUSYLOOP"],
-                 ["JSCAN", "0", "BUSYLOOP"], ["JSCAN", "BUSYLOOP", "0"]):
+    for args in (
+        ["JSCAN"],
+        ["JSCAN", "0", "COUNT", "100"],
+        ["JSCAN", "BUSYLOOP"],
+        ["JSCAN", "0", "BUSYLOOP"],
+        ["JSCAN", "BUSYLOOP", "0"],
+    ):
         cursor, items = client.execute_command(*args)
         if "BUSYLOOP" in args:
             assert cursor == b"0"
@@ -119,8 +140,7 @@ def test_jscan_state_filter(client: redis.Redis) -> None:
     client.execute_command("GETJOB", "FROM", "q2")
     _, q = client.execute_command("JSCAN", "0", "STATE", "queued", "BUSYLOOP")
     _, a = client.execute_command("JSCAN", "0", "STATE", "active", "BUSYLOOP")
-    _, both = client.execute_command("JSCAN", "0", "STATE", "queued", "STATE", "active",
-                                     "BUSYLOOP")
+    _, both = client.execute_command("JSCAN", "0", "STATE", "queued", "STATE", "active", "BUSYLOOP")
     assert set(q) == {queued}
     assert set(a) == {delayed, taken}
     assert set(both) == {queued, delayed, taken}
@@ -136,15 +156,17 @@ def test_jscan_queue_and_state_combined(client: redis.Redis) -> None:
 
 def test_jscan_reply_all(client: redis.Redis) -> None:
     jid = client.execute_command("ADDJOB", "s1", "a", 0)
-    cursor, items = client.execute_command("JSCAN", "0", "REPLY", "all", "QUEUE", "s1",
-                                           "BUSYLOOP")
+    cursor, items = client.execute_command("JSCAN", "0", "REPLY", "all", "QUEUE", "s1", "BUSYLOOP")
     assert cursor == b"0" and len(items) == 1
     assert [k.decode() for k in items[0][0::2]] == SHOW_KEYS
     job = pairs(items[0])
     assert job["id"] == jid and job["body"] == b"a" and job["state"] == b"queued"
-    assert job == {**pairs(client.execute_command("SHOW", jid)),
-                   "next-requeue-within": job["next-requeue-within"],
-                   "next-awake-within": job["next-awake-within"], "ttl": job["ttl"]}
+    assert job == {
+        **pairs(client.execute_command("SHOW", jid)),
+        "next-requeue-within": job["next-requeue-within"],
+        "next-awake-within": job["next-awake-within"],
+        "ttl": job["ttl"],
+    }
 
 
 def test_jscan_reply_id_is_default(client: redis.Redis) -> None:
@@ -152,22 +174,27 @@ def test_jscan_reply_id_is_default(client: redis.Redis) -> None:
     assert client.execute_command("JSCAN", "REPLY", "id", "BUSYLOOP") == [b"0", [jid]]
 
 
-@pytest.mark.parametrize(("args", "error"), [
-    (["0", "REPLY", "foo"], "ERR Invalid REPLY type, try ID or ALL"),
-    (["0", "STATE", "foo"], "ERR Invalid job state name"),
-])
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["0", "REPLY", "foo"], "ERR Invalid REPLY type, try ID or ALL"),
+        (["0", "STATE", "foo"], "ERR Invalid job state name"),
+    ],
+)
 def test_jscan_errors(raw: Conn, args: list[str], error: str) -> None:
     assert raw.call("JSCAN", *args) == ("-", error)
 
 
-@pytest.mark.parametrize("args", [["0", "FOO"], ["0", "COUNT"], ["0", "COUNT", "abc"],
-                                  ["0", "QUEUE"]])
+@pytest.mark.parametrize(
+    "args", [["0", "FOO"], ["0", "COUNT"], ["0", "COUNT", "abc"], ["0", "QUEUE"]]
+)
 def test_jscan_syntax_errors(raw: Conn, args: list[str]) -> None:
     t, msg = raw.call("JSCAN", *args)
     assert t == "-" and msg.startswith("ERR")
 
 
 # ---- QSCAN ------------------------------------------------------------------------
+
 
 def test_qscan_empty(client: redis.Redis) -> None:
     assert client.execute_command("QSCAN") == [b"0", []]

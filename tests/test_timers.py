@@ -26,6 +26,7 @@ def qlen(client: redis.Redis, queue: str) -> int:
 
 # ---- DELAY ------------------------------------------------------------------------
 
+
 def test_delayed_job_is_queued_after_the_delay(client: redis.Redis) -> None:
     t0 = time.monotonic()
     jid = addjob(client, "q", "x", "DELAY", 1)
@@ -54,6 +55,7 @@ def test_blocked_getjob_receives_delayed_job(node, client: redis.Redis) -> None:
 
 
 # ---- RETRY ------------------------------------------------------------------------
+
 
 def test_unacked_job_is_requeued_after_retry(client: redis.Redis) -> None:
     jid = addjob(client, "q", "x", "RETRY", 1)
@@ -153,6 +155,7 @@ def test_paused_in_queue_does_not_requeue(client: redis.Redis) -> None:
 
 # ---- TTL ------------------------------------------------------------------------
 
+
 def test_queued_job_expires_after_ttl(client: redis.Redis) -> None:
     t0 = time.monotonic()
     jid = addjob(client, "q", "x", "TTL", 2)
@@ -194,6 +197,7 @@ def test_ttl_countdown_in_show(client: redis.Redis) -> None:
 # Disque evicts empty queues without blocked clients after an idle time (this
 # project: the startup directive queue-max-idle-time, in seconds).
 
+
 @pytest.fixture
 def gc_client(start_node):
     node = start_node(config={"queue-max-idle-time": "1"})
@@ -207,8 +211,12 @@ def test_empty_idle_queue_is_evicted(gc_client: redis.Redis) -> None:
     c.execute_command("GETJOB", "FROM", "gone")
     c.execute_command("ACKJOB", jid)
     assert c.execute_command("QSTAT", "gone") is not None
-    wait_for(lambda: c.execute_command("QSTAT", "gone") is None, 15,
-             interval=0.2, message="empty queue evicted")
+    wait_for(
+        lambda: c.execute_command("QSTAT", "gone") is None,
+        15,
+        interval=0.2,
+        message="empty queue evicted",
+    )
     _, names = c.execute_command("QSCAN", "BUSYLOOP")
     assert b"gone" not in names
     assert c.info("queues")["registered_queues"] == 0
@@ -226,8 +234,12 @@ def test_non_empty_paused_and_waited_on_queues_are_not_evicted(start_node) -> No
     waiter = Conn(node.port)
     try:
         waiter.send(encode(["GETJOB", "FROM", "waited"]))
-        wait_for(lambda: c.execute_command("QSTAT", "gone") is None, 15,
-                 interval=0.2, message="empty queue evicted")
+        wait_for(
+            lambda: c.execute_command("QSTAT", "gone") is None,
+            15,
+            interval=0.2,
+            message="empty queue evicted",
+        )
         time.sleep(1.5)
         assert pairs(c.execute_command("QSTAT", "full"))["len"] == 1
         st = pairs(c.execute_command("QSTAT", "paused"))
@@ -242,8 +254,12 @@ def test_non_empty_paused_and_waited_on_queues_are_not_evicted(start_node) -> No
 def test_evicted_queue_is_recreated_on_demand(gc_client: redis.Redis) -> None:
     c = gc_client
     c.execute_command("ACKJOB", addjob(c, "again", "x"))
-    wait_for(lambda: c.execute_command("QSTAT", "again") is None, 15,
-             interval=0.2, message="empty queue evicted")
+    wait_for(
+        lambda: c.execute_command("QSTAT", "again") is None,
+        15,
+        interval=0.2,
+        message="empty queue evicted",
+    )
     jid = addjob(c, "again", "y")
     assert pairs(c.execute_command("QSTAT", "again"))["len"] == 1
     assert c.execute_command("GETJOB", "FROM", "again") == [[b"again", jid, b"y"]]

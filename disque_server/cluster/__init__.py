@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from disque_server.server import Server
 
 FORGET_BLACKLIST_MS = 60_000
-RECONNECT_ON_MESSAGE_MS = 100   # a node we hear from but have no link to: retry this often
+RECONNECT_ON_MESSAGE_MS = 100  # a node we hear from but have no link to: retry this often
 GOSSIP_ENTRIES = 10
 
 Handler = Callable[["Cluster", ClusterNode, BusLink, list[bytes]], None]
@@ -102,19 +102,19 @@ class Cluster:
         self.myself = ClusterNode(b"", "", server.config["port"])
         self.myself.flags.add(MYSELF)
         self.bus_port = self.announce_address(server.config)
-        self.myself.tls_port = server.config["tls-port"]   # startup-only: fixed here
+        self.myself.tls_port = server.config["tls-port"]  # startup-only: fixed here
         self.load_config()
-        self.myself_only = (self.myself.id,)   # shared by every job created here
+        self.myself_only = (self.myself.id,)  # shared by every job created here
         self.inbound: set[BusLink] = set()
         self.blacklist: dict[bytes, int] = {}
         self.messages_sent = 0
         self.messages_received = 0
-        self.received_by_type: defaultdict[bytes, int] = defaultdict(int)   # (known types)
+        self.received_by_type: defaultdict[bytes, int] = defaultdict(int)  # (known types)
         self.bus_servers: list[asyncio.AbstractServer] = []
-        self.ssl_server: ssl.SSLContext | None = None     # tls-cluster
+        self.ssl_server: ssl.SSLContext | None = None  # tls-cluster
         self.ssl_client: ssl.SSLContext | None = None
         self.replications: dict[bytes, replication.Replication] = {}
-        self.refills: dict[bytes, federation.Refill] = {}   # queue -> refill asked on drain
+        self.refills: dict[bytes, federation.Refill] = {}  # queue -> refill asked on drain
         self._last_ping_round = 0
 
     # ---- nodes.conf -------------------------------------------------------------
@@ -159,8 +159,9 @@ class Cluster:
         try:
             atomic_write(self.config_path, text)
         except OSError as exc:
-            self.server.log.warning("Could not save the cluster config %s: %s",
-                                    self.config_path, exc)
+            self.server.log.warning(
+                "Could not save the cluster config %s: %s", self.config_path, exc
+            )
 
     # ---- containers and NAT: what this node tells others (beyond Disque) ---------------
     def announce_address(self, config: Config) -> int:
@@ -198,9 +199,13 @@ class Cluster:
             self.ssl_client = tls.bus_client_context(config)
         for host in hosts:
             try:
-                srv = await loop.create_server(lambda: BusLink(self), host,
-                                               self.bus_port, reuse_address=True,
-                                               ssl=self.ssl_server)
+                srv = await loop.create_server(
+                    lambda: BusLink(self),
+                    host,
+                    self.bus_port,
+                    reuse_address=True,
+                    ssl=self.ssl_server,
+                )
             except OSError:
                 if host == "::1":
                     continue
@@ -227,14 +232,21 @@ class Cluster:
         try:
             bind = self.server.config["bind"].split()
             local = (bind[0], 0) if bind and bind[0] not in ("0.0.0.0", "::", "*") else None
-            _, link = await asyncio.wait_for(self.server.loop.create_connection(
-                lambda: BusLink(self, node), node.ip, node.bus_port,
-                ssl=self.ssl_client, local_addr=local), timeout=2)
+            _, link = await asyncio.wait_for(
+                self.server.loop.create_connection(
+                    lambda: BusLink(self, node),
+                    node.ip,
+                    node.bus_port,
+                    ssl=self.ssl_client,
+                    local_addr=local,
+                ),
+                timeout=2,
+            )
         except (TimeoutError, OSError, ssl.SSLError):
             return
         finally:
             node.connecting = False
-        if self.nodes.get(node.id) is not node:   # forgotten meanwhile
+        if self.nodes.get(node.id) is not node:  # forgotten meanwhile
             link.close()
             return
         node.link = link
@@ -243,8 +255,12 @@ class Cluster:
         self.send(node, mtype, self.gossip_payload(node))
 
     def header(self, mtype: bytes) -> list[bytes]:
-        return [mtype, self.myself.id, b"%d" % self.myself.port,
-                b"leaving" if self.leaving else b"-"]
+        return [
+            mtype,
+            self.myself.id,
+            b"%d" % self.myself.port,
+            b"leaving" if self.leaving else b"-",
+        ]
 
     def send(self, node: ClusterNode, mtype: bytes, payload: list[bytes]) -> bool:
         if node.link is None:
@@ -299,7 +315,7 @@ class Cluster:
             link.close()
             return
         node = self.nodes.get(sender_id)
-        if node is None:   # (a known ID is a valid one)
+        if node is None:  # (a known ID is a valid one)
             if not valid_node_id(sender_id):
                 link.close()
                 return
@@ -309,9 +325,9 @@ class Cluster:
         now = now_ms()
         node.last_seen = now
         if node.link is None and now - node.connect_attempt >= RECONNECT_ON_MESSAGE_MS:
-            self.connect(node)    # it is up: our replies need our link to it now
+            self.connect(node)  # it is up: our replies need our link to it now
         flags = node.flags
-        if flags:                  # (most messages come from a node with none)
+        if flags:  # (most messages come from a node with none)
             if PFAIL in flags or FAIL in flags:
                 flags -= FAILING
                 self.candidates_stale = True
@@ -328,11 +344,16 @@ class Cluster:
             try:
                 handler(self, node, link, payload)
             except (ValueError, IndexError) as exc:
-                self.server.log.verbose("Bad %s message from %s: %s", mtype.decode(errors="replace"),
-                                        sender_id[:8].decode(errors="replace"), exc)
+                self.server.log.verbose(
+                    "Bad %s message from %s: %s",
+                    mtype.decode(errors="replace"),
+                    sender_id[:8].decode(errors="replace"),
+                    exc,
+                )
 
-    def unknown_sender(self, link: BusLink, mtype: bytes, sender_id: bytes,
-                       sender_port: bytes) -> ClusterNode | None:
+    def unknown_sender(
+        self, link: BusLink, mtype: bytes, sender_id: bytes, sender_port: bytes
+    ) -> ClusterNode | None:
         """Only MEET (or the PONG answering our handshake) introduces a new node."""
         if self.blacklisted(sender_id) or not valid_ip(link.peer_ip.encode()):
             return None
@@ -350,8 +371,12 @@ class Cluster:
             node = ClusterNode(sender_id, link.peer_ip, int(sender_port))
             node.last_seen = now_ms()
             self.nodes[sender_id] = node
-            self.server.log.notice("Node %s (%s:%s) joined the cluster", sender_id[:8].decode(),
-                                   link.peer_ip, sender_port.decode())
+            self.server.log.notice(
+                "Node %s (%s:%s) joined the cluster",
+                sender_id[:8].decode(),
+                link.peer_ip,
+                sender_port.decode(),
+            )
             self.save_config()
             self.connect(node)
             return node
@@ -381,8 +406,12 @@ class Cluster:
         for good, replaced by a new node (a new ID) on the same port, which only
         a handshake finds (as in Redis, the old ID stays until it is forgotten)."""
         for node in self.nodes.values():
-            if node.ip == ip and node.port == port and node is not self.myself \
-                    and not node.flags & FAILING:
+            if (
+                node.ip == ip
+                and node.port == port
+                and node is not self.myself
+                and not node.flags & FAILING
+            ):
                 return None
         cport = 0 if bus_port == port + 10000 else bus_port
         node = ClusterNode(b"h" + new_node_id()[1:], ip, port, cport)
@@ -397,8 +426,9 @@ class Cluster:
 
         One more element after the entries: our own TLS client port (0 for
         none), so HELLO over TLS can list every node's TLS port."""
-        others = [n for n in self.nodes.values()
-                  if n is not target and HANDSHAKE not in n.flags and n.ip]
+        others = [
+            n for n in self.nodes.values() if n is not target and HANDSHAKE not in n.flags and n.ip
+        ]
         if len(others) > GOSSIP_ENTRIES:
             others = random.sample(others, GOSSIP_ENTRIES)
         payload: list[bytes] = []
@@ -422,7 +452,7 @@ class Cluster:
     def process_gossip(self, sender: ClusterNode, payload: list[bytes]) -> None:
         now = now_ms()
         for i in range(0, len(payload) - 3, 4):
-            node_id, ip, port, flags = payload[i:i + 4]
+            node_id, ip, port, flags = payload[i : i + 4]
             ports = parse_port_field(port)
             if node_id == self.myself.id or not valid_node_id(node_id) or ports is None:
                 continue
@@ -487,7 +517,9 @@ class Cluster:
             node.flags.discard(PFAIL)
             node.flags.add(FAIL)
             self.candidates_stale = True
-            self.server.log.notice("Marking node %s as failing (quorum reached)", node.id[:8].decode())
+            self.server.log.notice(
+                "Marking node %s as failing (quorum reached)", node.id[:8].decode()
+            )
             self.broadcast(b"FAIL", [node.id])
 
     def drop(self, node: ClusterNode) -> None:
@@ -512,9 +544,14 @@ class Cluster:
 
     def reachable_nodes(self) -> list[ClusterNode]:
         """Other nodes we can currently talk to."""
-        return [n for n in self.nodes.values()
-                if n is not self.myself and n.link is not None and not n.failing
-                and HANDSHAKE not in n.flags]
+        return [
+            n
+            for n in self.nodes.values()
+            if n is not self.myself
+            and n.link is not None
+            and not n.failing
+            and HANDSHAKE not in n.flags
+        ]
 
     def replication_candidates(self) -> list[ClusterNode]:
         """Disque's "reachable nodes": every other node not flagged PFAIL, FAIL,
@@ -527,8 +564,11 @@ class Cluster:
         ADDJOB reads it, it does not build it. Do not modify the list."""
         if self.candidates_stale:
             self.candidates_stale = False
-            self.candidates = [n for n in self.nodes.values()
-                               if n is not self.myself and not n.flags & NOT_CANDIDATE]
+            self.candidates = [
+                n
+                for n in self.nodes.values()
+                if n is not self.myself and not n.flags & NOT_CANDIDATE
+            ]
         return self.candidates
 
     def replication_candidates_count(self) -> int:
@@ -549,13 +589,23 @@ class Cluster:
 
     def hello_entries(self, tls: bool = False) -> list[list[bytes]]:
         """HELLO's node list; over TLS, the nodes' TLS ports where they have one."""
-        return [[n.id, n.ip.encode(), b"%d" % (n.tls_port if tls and n.tls_port else n.port),
-                 b"%d" % self.priority(n)]
-                for n in self.nodes.values() if HANDSHAKE not in n.flags]
+        return [
+            [
+                n.id,
+                n.ip.encode(),
+                b"%d" % (n.tls_port if tls and n.tls_port else n.port),
+                b"%d" % self.priority(n),
+            ]
+            for n in self.nodes.values()
+            if HANDSHAKE not in n.flags
+        ]
 
     def node_flags(self, node: ClusterNode) -> str:
-        flags = [f for f in (MYSELF, PFAIL, FAIL, LEAVING, HANDSHAKE)
-                 if f in node.flags or (f == LEAVING and node is self.myself and self.leaving)]
+        flags = [
+            f
+            for f in (MYSELF, PFAIL, FAIL, LEAVING, HANDSHAKE)
+            if f in node.flags or (f == LEAVING and node is self.myself and self.leaving)
+        ]
         if not node.ip and node is not self.myself:
             flags.append("noaddr")
         return ",".join(flags) or "noflags"
@@ -566,16 +616,20 @@ class Cluster:
             if HANDSHAKE in n.flags and for_config:
                 continue
             link = "connected" if n is self.myself or n.link else "disconnected"
-            lines.append(f"{n.id.decode()} {n.address} {self.node_flags(n)} "
-                         f"{n.ping_sent} {n.pong_received} {link}")
+            lines.append(
+                f"{n.id.decode()} {n.address} {self.node_flags(n)} "
+                f"{n.ping_sent} {n.pong_received} {link}"
+            )
         return "\n".join(lines) + "\n"
 
     def info(self) -> str:
-        return (f"cluster_state:ok\r\ncluster_known_nodes:{self.size}\r\n"
-                f"cluster_reachable_nodes:{self.reachable_count}\r\n"
-                f"cluster_size:{self.size}\r\n"
-                f"cluster_stats_messages_sent:{self.messages_sent}\r\n"
-                f"cluster_stats_messages_received:{self.messages_received}\r\n")
+        return (
+            f"cluster_state:ok\r\ncluster_known_nodes:{self.size}\r\n"
+            f"cluster_reachable_nodes:{self.reachable_count}\r\n"
+            f"cluster_size:{self.size}\r\n"
+            f"cluster_stats_messages_sent:{self.messages_sent}\r\n"
+            f"cluster_stats_messages_received:{self.messages_received}\r\n"
+        )
 
     # ---- admin: FORGET, RESET, LEAVING --------------------------------------------------
     def forget(self, node_id: bytes) -> None:
@@ -603,14 +657,22 @@ class Cluster:
         self.save_config()
         if leaving:
             self.server.reject_blocked_getjob_leaving()
-        for node in self.reachable_nodes():   # tell everybody now, not at the next PING
+        for node in self.reachable_nodes():  # tell everybody now, not at the next PING
             self.send(node, b"PING", self.gossip_payload(node))
 
     # ---- the job state machine hooks, used by the rest of the server ---------------------
-    def replicate_new_job(self, client: Client, job: Job, additional: int, timeout_ms: int,
-                          asynchronous: bool, extrepl: bool) -> None:
-        replication.replicate_new_job(self, client, job, additional, timeout_ms,
-                                      asynchronous, extrepl)
+    def replicate_new_job(
+        self,
+        client: Client,
+        job: Job,
+        additional: int,
+        timeout_ms: int,
+        asynchronous: bool,
+        extrepl: bool,
+    ) -> None:
+        replication.replicate_new_job(
+            self, client, job, additional, timeout_ms, asynchronous, extrepl
+        )
 
     def broadcast_queued(self, job: Job, nack: bool) -> None:
         requeue.broadcast_queued(self, job, nack)
@@ -650,6 +712,7 @@ class Cluster:
 
 
 # ---- message handlers: membership --------------------------------------------------------
+
 
 def on_meet(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     if node.ip == "" and link.peer_ip:

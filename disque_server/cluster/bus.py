@@ -62,14 +62,18 @@ if TYPE_CHECKING:
     from disque_server.cluster.node import ClusterNode
 
 MAX_MESSAGE_PARTS = 1_000_000
-BATCH_MAX_PARTS = 4096    # a batched message (send_batched) closes at this many parts
+BATCH_MAX_PARTS = 4096  # a batched message (send_batched) closes at this many parts
 BUS_BUFFER_LIMIT = 1024 * 1024 * 1024
 
 
 def auth_proof(password: str, role: bytes, peer_nonce: bytes, own_nonce: bytes) -> bytes:
     """The proof a node in ``role`` (b"A" accepting, b"C" connecting) sends."""
     msg = role + b"|" + peer_nonce + b"|" + own_nonce
-    return hmac.new(password.encode("utf-8", "surrogateescape"), msg, hashlib.sha256).hexdigest().encode()
+    return (
+        hmac.new(password.encode("utf-8", "surrogateescape"), msg, hashlib.sha256)
+        .hexdigest()
+        .encode()
+    )
 
 
 class BusLink(asyncio.Protocol):
@@ -79,8 +83,8 @@ class BusLink(asyncio.Protocol):
         self.cluster = cluster
         self.node = node
         self.reader = hiredis.Reader()
-        self.at_boundary = True          # hiredis holds no part of a message
-        self.rest = b""                  # an array header cut by the end of the last read
+        self.at_boundary = True  # hiredis holds no part of a message
+        self.rest = b""  # an array header cut by the end of the last read
         self.transport: asyncio.Transport | None = None
         self.peer_ip = ""
         self.closed = False
@@ -88,14 +92,14 @@ class BusLink(asyncio.Protocol):
         self.nonce = os.urandom(16).hex().encode()
         self.role = b"C" if node is not None else b"A"
         self.peer_nonce = b""
-        self.peer_verified = not self.password    # the peer proved the password
-        self.proved = not self.password           # we sent our proof
+        self.peer_verified = not self.password  # the peer proved the password
+        self.proved = not self.password  # we sent our proof
         # Messages not written yet: sent once per event-loop pass, all in one write
         # (a write is a system call: one per message was most of a replica's time),
         # and held until our proof is sent.
         self.out: list[bytes] = []
         self.flush_scheduled = False
-        self.batch_type = b""                     # the message send_batched is filling
+        self.batch_type = b""  # the message send_batched is filling
         self.batch: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -147,12 +151,13 @@ class BusLink(asyncio.Protocol):
                 else:
                     fed = feed_array_inside(self.reader, data, pos)
                     if fed != NESTED:
-                        problem = None       # payload bytes: look past them
+                        problem = None  # payload bytes: look past them
                         end = next_array_header(data, pos + 1, checked_start)
                         pos += fed
                 if problem:
-                    self.cluster.server.log.verbose("Bus protocol error from %s (%s): closing",
-                                                    self.peer_ip, problem)
+                    self.cluster.server.log.verbose(
+                        "Bus protocol error from %s (%s): closing", self.peer_ip, problem
+                    )
                     self.close()
                     return
             self.reader.feed(data, pos, end - pos)
@@ -175,8 +180,11 @@ class BusLink(asyncio.Protocol):
             if msg is False:
                 return
             self.at_boundary = not self.reader.has_data()
-            if (type(msg) is not list or len(msg) > MAX_MESSAGE_PARTS
-                    or not BYTES_ONLY.issuperset(map(type, msg))):
+            if (
+                type(msg) is not list
+                or len(msg) > MAX_MESSAGE_PARTS
+                or not BYTES_ONLY.issuperset(map(type, msg))
+            ):
                 self.close()
                 return
             if len(msg) == 2 and msg[0] in (b"CHALLENGE", b"AUTH"):
@@ -186,7 +194,8 @@ class BusLink(asyncio.Protocol):
                 if not self.peer_verified:
                     self.cluster.server.log.warning(
                         "Cluster bus: closing a link from %s that did not authenticate",
-                        self.peer_ip)
+                        self.peer_ip,
+                    )
                 self.close()
                 return
             self.cluster.handle_message(self, msg)
@@ -197,10 +206,10 @@ class BusLink(asyncio.Protocol):
             return
         if kind == b"CHALLENGE":
             if self.peer_nonce or len(value) != len(self.nonce):
-                self.close()              # one challenge per link, of our own size
+                self.close()  # one challenge per link, of our own size
                 return
             self.peer_nonce = value
-            if self.role == b"A":         # the accepting side proves first
+            if self.role == b"A":  # the accepting side proves first
                 self.prove()
             return
         if not self.peer_nonce or self.peer_verified:
@@ -230,7 +239,7 @@ class BusLink(asyncio.Protocol):
         """Send a message encoded already (one encoding for all the nodes it goes to)."""
         if self.transport is not None and not self.closed and not self.transport.is_closing():
             if self.batch:
-                self.close_batch()            # messages go out in the order they were sent
+                self.close_batch()  # messages go out in the order they were sent
             self.out.append(data)
             self.cluster.messages_sent += 1
             self.schedule_flush()
@@ -245,7 +254,7 @@ class BusLink(asyncio.Protocol):
                 self.batch_type = mtype
             self.batch.extend(item)
             if len(self.batch) >= BATCH_MAX_PARTS:
-                self.close_batch()            # far below MAX_MESSAGE_PARTS, and no stall
+                self.close_batch()  # far below MAX_MESSAGE_PARTS, and no stall
             self.schedule_flush()
 
     def close_batch(self) -> None:
@@ -263,18 +272,17 @@ class BusLink(asyncio.Protocol):
         """Write what was sent during this event-loop pass (after all its input)."""
         self.flush_scheduled = False
         self.close_batch()
-        if not self.out or not self.proved or self.transport is None \
-                or self.transport.is_closing():
+        if not self.out or not self.proved or self.transport is None or self.transport.is_closing():
             return
         if self.cluster.server.aof.buf:
-            self.cluster.server.aof.flush()   # e.g. a replica logs a job before GOTJOB
+            self.cluster.server.aof.flush()  # e.g. a replica logs a job before GOTJOB
         data = b"".join(self.out) if len(self.out) > 1 else self.out[0]
         self.out.clear()
         self.transport.write(data)
 
     def close(self) -> None:
         if not self.closed:
-            self.flush()                      # what was sent before the close goes out
+            self.flush()  # what was sent before the close goes out
         self.closed = True
         if self.transport is not None:
             self.transport.close()

@@ -46,9 +46,9 @@ class Refill:
     __slots__ = ("pending", "deadline", "waiters")
 
     def __init__(self, pending: set[bytes], deadline: int) -> None:
-        self.pending = pending                       # node IDs yet to answer
+        self.pending = pending  # node IDs yet to answer
         self.deadline = deadline
-        self.waiters: dict[Client, None] = {}        # clients held until it is done
+        self.waiters: dict[Client, None] = {}  # clients held until it is done
 
 
 def need_jobs(cluster: Cluster, name: bytes, reached_zero: bool = False) -> None:
@@ -74,8 +74,11 @@ def need_jobs(cluster: Cluster, name: bytes, reached_zero: bool = False) -> None
     if responders and (reached_zero or now - q.needjobs_adhoc_time > adhoc_delay):
         q.needjobs_adhoc_time = now
         q.needjobs_adhoc_attempt += 1
-        asked = {node_id for node_id in responders
-                 if cluster.send_to_id(node_id, b"NEEDJOBS", [name, b"%d" % to_fetch])}
+        asked = {
+            node_id
+            for node_id in responders
+            if cluster.send_to_id(node_id, b"NEEDJOBS", [name, b"%d" % to_fetch])
+        }
         if reached_zero and asked:
             cluster.refills[name] = Refill(asked, now + REFILL_WAIT_MAX_MS)
 
@@ -117,7 +120,7 @@ def cron(cluster: Cluster, now: int) -> None:
     """Keep asking for the queues with clients waiting (backoffs apply)."""
     for name, refill in list(cluster.refills.items()):
         if now > refill.deadline:
-            del cluster.refills[name]     # an asked node died or is slow: stop waiting
+            del cluster.refills[name]  # an asked node died or is slow: stop waiting
             release_refill_waiters(refill)
     for q in list(cluster.server.queues.with_clients):
         if q.clients and not q.jobs:
@@ -126,12 +129,13 @@ def cron(cluster: Cluster, now: int) -> None:
 
 # ---- message handlers ------------------------------------------------------------------
 
+
 def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     server = cluster.server
     q = server.queues.lookup(payload[0])
     count = int(payload[1])
     if q is None or not q.jobs or q.flags & PAUSED_OUT or q.import_rate > 0:
-        cluster.send(sender, b"YOURJOBS", [payload[0]])    # nothing for you
+        cluster.send(sender, b"YOURJOBS", [payload[0]])  # nothing for you
         return
     qlen = len(q.jobs)
     give = count if qlen >= count * 2 else qlen // 2
@@ -146,9 +150,9 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             job.nodes_delivered = job.nodes_delivered + (sender.id,)
         fields += job_to_fields(job)
         if job.retry == 0:
-            server.jobs.unregister(job)          # at-most-once: the job moves
+            server.jobs.unregister(job)  # at-most-once: the job moves
         else:
-            job.flags |= FLAG_BCAST_WILLQUEUE    # still ours until acknowledged
+            job.flags |= FLAG_BCAST_WILLQUEUE  # still ours until acknowledged
             job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
             server.jobs.update_awake(job)
             server.on_job_changed(job)
@@ -158,25 +162,25 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
 def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     server = cluster.server
     if len(payload) == 1:
-        refill_answered(cluster, payload[0], sender.id)    # no jobs to give
+        refill_answered(cluster, payload[0], sender.id)  # no jobs to give
         return
     now = now_ms()
     me = cluster.myself.id
     queues: set[bytes] = set()
     for i in range(0, len(payload) - FIELDS + 1, FIELDS):
-        job = job_from_fields(payload[i:i + FIELDS], ACTIVE)
+        job = job_from_fields(payload[i : i + FIELDS], ACTIVE)
         if job is None:
             continue
         local = server.jobs.lookup(job.id)
         if local is not None:
             if local.state != ACTIVE:
-                continue          # queued already, or acknowledged here (maybe a dummy ACK)
+                continue  # queued already, or acknowledged here (maybe a dummy ACK)
             server.queues.enqueue_job(local)
             job = local
         else:
             if me not in job.nodes_delivered:
                 job.nodes_delivered = job.nodes_delivered + (me,)
-            job.flags = 0   # its first queueing here is not a re-queue
+            job.flags = 0  # its first queueing here is not a re-queue
             q = server.queues.lookup(job.queue)
             if q is not None:
                 job.queue = q.name
@@ -186,7 +190,7 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
         q = server.queues.create(job.queue)
         q.count_import()
         if sender.id not in q.needjobs_responders:
-            q.needjobs_bcast_attempt = 0     # a new source: broadcast sooner next time
+            q.needjobs_bcast_attempt = 0  # a new source: broadcast sooner next time
         q.needjobs_responders[sender.id] = now
         q.needjobs_adhoc_attempt = 0
         queues.add(q.name)

@@ -37,13 +37,18 @@ def start_gc(cluster: Cluster, job: Job) -> bool:
     if me not in job.nodes_confirmed:
         job.nodes_confirmed = job.nodes_confirmed + (me,)
     dummy = is_dummy(job)
-    if (not dummy and set(job.nodes_delivered) <= set(job.nodes_confirmed)) \
-            or (dummy and cluster.size == 1):
+    if (not dummy and set(job.nodes_delivered) <= set(job.nodes_confirmed)) or (
+        dummy and cluster.size == 1
+    ):
         cluster.server.jobs.unregister(job)
         return True
     targets = all_node_ids(cluster) if dummy else job.nodes_delivered
-    cluster.send_batched_to_ids([n for n in targets if n not in job.nodes_confirmed], b"SETACK",
-                                job.id, b"%d" % len(job.nodes_delivered))
+    cluster.send_batched_to_ids(
+        [n for n in targets if n not in job.nodes_confirmed],
+        b"SETACK",
+        job.id,
+        b"%d" % len(job.nodes_delivered),
+    )
     return False
 
 
@@ -64,10 +69,13 @@ def send_deljob(cluster: Cluster, job: Job) -> None:
 # SETACK and GOTACK carry (job ID, value) pairs, DELJOB job IDs: one or many, as the
 # sender batched what it had to say in one event-loop pass.
 
+
 def pairs(payload: list[bytes]) -> list[tuple[bytes, bytes]]:
     """(ID, value) pairs of a batched message; a lone ID has the value b""."""
-    return [(payload[i], payload[i + 1] if i + 1 < len(payload) else b"")
-            for i in range(0, len(payload), 2)]
+    return [
+        (payload[i], payload[i + 1] if i + 1 < len(payload) else b"")
+        for i in range(0, len(payload), 2)
+    ]
 
 
 def on_setack(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
@@ -101,7 +109,7 @@ def gotack(cluster: Cluster, sender: ClusterNode, jid: bytes, known: bool) -> No
         return
     dummy = is_dummy(job)
     if dummy and known:
-        server.jobs.unregister(job)        # an owner was reached: the GC is its job now
+        server.jobs.unregister(job)  # an owner was reached: the GC is its job now
         return
     if known or sender.id in job.nodes_delivered:
         if sender.id not in job.nodes_delivered:
@@ -112,7 +120,7 @@ def gotack(cluster: Cluster, sender: ClusterNode, jid: bytes, known: bool) -> No
         if sender.id not in job.nodes_confirmed:
             job.nodes_confirmed = job.nodes_confirmed + (sender.id,)
         if len(job.nodes_confirmed) >= cluster.size:
-            server.jobs.unregister(job)    # nobody in the cluster knows it
+            server.jobs.unregister(job)  # nobody in the cluster knows it
         return
     if set(job.nodes_delivered) <= set(job.nodes_confirmed):
         send_deljob(cluster, job)

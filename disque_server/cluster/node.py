@@ -11,23 +11,37 @@ PFAIL, FAIL, LEAVING, HANDSHAKE, MYSELF = "pfail", "fail", "leaving", "handshake
 
 
 class ClusterNode:
-    __slots__ = ("id", "ip", "port", "cport", "tls_port", "flags", "ping_sent", "pong_received",
-                 "last_seen", "link", "connecting", "fail_reports", "ctime", "connect_attempt")
+    __slots__ = (
+        "id",
+        "ip",
+        "port",
+        "cport",
+        "tls_port",
+        "flags",
+        "ping_sent",
+        "pong_received",
+        "last_seen",
+        "link",
+        "connecting",
+        "fail_reports",
+        "ctime",
+        "connect_attempt",
+    )
 
     def __init__(self, node_id: bytes, ip: str = "", port: int = 0, cport: int = 0) -> None:
         self.id = node_id
         self.ip = ip
         self.port = port
-        self.cport = cport          # its cluster bus port, when not port + 10000 (0: that)
-        self.tls_port = 0           # its TLS client port, from its own PING/PONG (0: none)
+        self.cport = cport  # its cluster bus port, when not port + 10000 (0: that)
+        self.tls_port = 0  # its TLS client port, from its own PING/PONG (0: none)
         self.flags: set[str] = set()
-        self.ping_sent = 0          # ms; an unanswered PING was sent then (0: none)
-        self.pong_received = 0      # ms; last PONG
-        self.last_seen = 0          # ms; last message of any kind
-        self.link: BusLink | None = None   # our outbound connection to it
+        self.ping_sent = 0  # ms; an unanswered PING was sent then (0: none)
+        self.pong_received = 0  # ms; last PONG
+        self.last_seen = 0  # ms; last message of any kind
+        self.link: BusLink | None = None  # our outbound connection to it
         self.connecting = False
         self.connect_attempt = 0
-        self.fail_reports: dict[bytes, int] = {}   # reporter id -> ms
+        self.fail_reports: dict[bytes, int] = {}  # reporter id -> ms
         self.ctime = 0
 
     @property

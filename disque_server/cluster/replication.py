@@ -35,22 +35,38 @@ if TYPE_CHECKING:
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
 
-RETRY_TICK_MS = 50      # add one more node this often while replication is slow
-RESEND_MS = 500         # ask unconfirmed nodes again this often
+RETRY_TICK_MS = 50  # add one more node this often while replication is slow
+RESEND_MS = 500  # ask unconfirmed nodes again this often
 ASYNC_DEADLINE_MS = 60_000
 
-NOREPL_TIMEOUT = (b"-NOREPL Timeout reached before replicating to the requested number "
-                  b"of nodes\r\n")
+NOREPL_TIMEOUT = b"-NOREPL Timeout reached before replicating to the requested number of nodes\r\n"
 
 
 class Replication:
     """A job being replicated, and the client waiting for it (if synchronous)."""
 
-    __slots__ = ("job", "client", "needed", "targets", "confirmed", "deadline", "extrepl",
-                 "asynchronous", "last_tick", "last_resend")
+    __slots__ = (
+        "job",
+        "client",
+        "needed",
+        "targets",
+        "confirmed",
+        "deadline",
+        "extrepl",
+        "asynchronous",
+        "last_tick",
+        "last_resend",
+    )
 
-    def __init__(self, job: Job, client: Client | None, needed: int, deadline: int,
-                 extrepl: bool, asynchronous: bool) -> None:
+    def __init__(
+        self,
+        job: Job,
+        client: Client | None,
+        needed: int,
+        deadline: int,
+        extrepl: bool,
+        asynchronous: bool,
+    ) -> None:
         self.job = job
         self.client = client
         self.needed = needed
@@ -67,24 +83,33 @@ def candidates(cluster: Cluster, exclude: object, count: int) -> list[ClusterNod
 
     As Disque's clusterReplicateJob: no link, no REPLJOB; the cron tries one
     more node every 50 ms, so a link that comes up gets the job then."""
-    nodes = [n for n in cluster.replication_candidates()
-             if n.link is not None and n.id not in exclude]  # type: ignore[operator]
+    nodes = [
+        n for n in cluster.replication_candidates() if n.link is not None and n.id not in exclude
+    ]  # type: ignore[operator]
     return random.sample(nodes, count) if len(nodes) > count else nodes
 
 
-def replicate_new_job(cluster: Cluster, client: Client, job: Job, additional: int,
-                      timeout_ms: int, asynchronous: bool, extrepl: bool) -> None:
+def replicate_new_job(
+    cluster: Cluster,
+    client: Client,
+    job: Job,
+    additional: int,
+    timeout_ms: int,
+    asynchronous: bool,
+    extrepl: bool,
+) -> None:
     now = now_ms()
     deadline = now + (timeout_ms or ASYNC_DEADLINE_MS) if (timeout_ms or asynchronous) else 0
-    rep = Replication(job, None if asynchronous else client, additional, deadline,
-                      extrepl, asynchronous)
+    rep = Replication(
+        job, None if asynchronous else client, additional, deadline, extrepl, asynchronous
+    )
     targets = candidates(cluster, (), additional)
     rep.targets = [n.id for n in targets]
     job.nodes_delivered = (() if extrepl else cluster.myself_only) + tuple(rep.targets)
     cluster.replications[job.id] = rep
     server = cluster.server
     if not extrepl:
-        server.jobs.register(job)   # WAIT_REPL: visible to SHOW while replicating
+        server.jobs.register(job)  # WAIT_REPL: visible to SHOW while replicating
     send_repljob(cluster, job, rep.targets)
     if asynchronous:
         if not extrepl:
@@ -105,7 +130,7 @@ def cron(cluster: Cluster, now: int) -> None:
             replication_failed(cluster, rep)
             continue
         if rep.client is not None and rep.client.closing and not rep.asynchronous:
-            rep.client = None       # the client left: finish the job anyway, reply to nobody
+            rep.client = None  # the client left: finish the job anyway, reply to nobody
         if now - rep.last_tick >= RETRY_TICK_MS:
             rep.last_tick = now
             more = candidates(cluster, set(rep.targets), 1)
@@ -140,7 +165,7 @@ def replication_failed(cluster: Cluster, rep: Replication) -> None:
     job = rep.job
     cluster.replications.pop(job.id, None)
     server = cluster.server
-    cluster.send_to_ids(rep.targets, b"DELJOB", [job.id])   # best effort cleanup
+    cluster.send_to_ids(rep.targets, b"DELJOB", [job.id])  # best effort cleanup
     if not rep.asynchronous:
         local = server.jobs.lookup(job.id)
         if local is job:
@@ -155,10 +180,11 @@ def replication_failed(cluster: Cluster, rep: Replication) -> None:
 
 # ---- message handlers ------------------------------------------------------------------------
 
+
 def on_repljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     """Jobs (FIELDS fields each, one or many) another node is adding."""
     for i in range(0, len(payload), FIELDS):
-        repljob(cluster, sender, payload[i:i + FIELDS])
+        repljob(cluster, sender, payload[i : i + FIELDS])
 
 
 def repljob(cluster: Cluster, sender: ClusterNode, fields: list[bytes]) -> None:
@@ -175,7 +201,7 @@ def repljob(cluster: Cluster, sender: ClusterNode, fields: list[bytes]) -> None:
         return
     q = server.queues.lookup(job.queue)
     if (q is not None and q.flags & PAUSED_IN) or server.memory.level or cluster.leaving:
-        return   # no GOTJOB: the origin will try another node (Disque: from 75% of maxmemory)
+        return  # no GOTJOB: the origin will try another node (Disque: from 75% of maxmemory)
     if q is not None:
         job.queue = q.name
     # A copy here is an owner: its re-queues are news for the others.
@@ -201,17 +227,20 @@ def on_enqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
     server = cluster.server
     job = server.jobs.lookup(payload[0])
     if job is None or job.state != ACTIVE:
-        return        # unknown, queued already, or acknowledged: never revive an ACK
+        return  # unknown, queued already, or acknowledged: never revive an ACK
     q = server.queues.lookup(job.queue)
     if q is not None and q.flags & PAUSED_IN:
         return
-    delay = int(payload[1]) if len(payload) > 1 and payload[1].isdigit() \
-        and len(payload[1]) <= 10 else 0
+    delay = (
+        int(payload[1])
+        if len(payload) > 1 and payload[1].isdigit() and len(payload[1]) <= 10
+        else 0
+    )
     if delay and job.state == ACTIVE:
         job.qtime = job.ctime // 1_000_000 + delay * 1000
         server.jobs.update_awake(job)
         return
-    job.flags &= ~FLAG_BCAST_QUEUED   # this first queueing is not a re-queue
+    job.flags &= ~FLAG_BCAST_QUEUED  # this first queueing is not a re-queue
     server.queues.enqueue_job(job)
     server.on_job_changed(job)
 

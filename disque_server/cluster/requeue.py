@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from disque_server.cluster.node import ClusterNode
 
 NACK, DELIVERY, NOCOUNT = b"nack", b"deliv", b"-"
-MAX_POSTPONE_MS = 10 * 365 * 86400 * 1000   # a POSTPONE beyond this is not believed
-POSTPONE_MARGIN_MS = 1000   # the other owners' copies wait this much past a NACK's delay
+MAX_POSTPONE_MS = 10 * 365 * 86400 * 1000  # a POSTPONE beyond this is not believed
+POSTPONE_MARGIN_MS = 1000  # the other owners' copies wait this much past a NACK's delay
 
 
 def other_owners(cluster: Cluster, job: Job) -> list[bytes]:
@@ -34,8 +34,7 @@ def other_owners(cluster: Cluster, job: Job) -> list[bytes]:
 
 
 def broadcast_queued(cluster: Cluster, job: Job, nack: bool) -> None:
-    cluster.send_to_ids(other_owners(cluster, job), b"QUEUED",
-                        [job.id, NACK if nack else DELIVERY])
+    cluster.send_to_ids(other_owners(cluster, job), b"QUEUED", [job.id, NACK if nack else DELIVERY])
 
 
 def send_willqueue(cluster: Cluster, job: Job) -> None:
@@ -49,12 +48,11 @@ def broadcast_working(cluster: Cluster, job: Job) -> None:
 def broadcast_postpone(cluster: Cluster, job: Job, delay_ms: int) -> None:
     """NACK ... DELAY (beyond Disque): no owner may queue the job before the delay.
     Nodes that do not know POSTPONE ignore it (their retry timer stands)."""
-    cluster.send_batched_to_ids(other_owners(cluster, job), b"POSTPONE", job.id,
-                                b"%d" % delay_ms)
+    cluster.send_batched_to_ids(other_owners(cluster, job), b"POSTPONE", job.id, b"%d" % delay_ms)
 
 
 def postpone(cluster: Cluster, job: Job) -> None:
-    job.flags &= ~FLAG_NACK_DELAYED      # another owner re-queued or delivered it
+    job.flags &= ~FLAG_NACK_DELAYED  # another owner re-queued or delivered it
     if job.retry:
         job.flags |= FLAG_BCAST_WILLQUEUE
         job.qtime = now_ms() + job.retry * 1000 + time_error_ms(job.retry)
@@ -63,7 +61,10 @@ def postpone(cluster: Cluster, job: Job) -> None:
 
 # ---- message handlers ------------------------------------------------------------------
 
-def on_willqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+
+def on_willqueue(
+    cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]
+) -> None:
     job = cluster.server.jobs.lookup(payload[0])
     if job is None:
         return
@@ -79,7 +80,7 @@ def on_queued(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: lis
     if job is None or job.state == ACKED:
         return
     if job.state == QUEUED and sender.id < cluster.myself.id:
-        server.queues.dequeue_job(job)     # the smaller node ID keeps the queued copy
+        server.queues.dequeue_job(job)  # the smaller node ID keeps the queued copy
     count = payload[1] if len(payload) > 1 else NOCOUNT
     if count == NACK:
         job.nacks += 1
@@ -123,5 +124,9 @@ def on_postpone(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
         server.jobs.update_awake(job)
 
 
-HANDLERS = {b"WILLQUEUE": on_willqueue, b"QUEUED": on_queued, b"WORKING": on_working,
-            b"POSTPONE": on_postpone}
+HANDLERS = {
+    b"WILLQUEUE": on_willqueue,
+    b"QUEUED": on_queued,
+    b"WORKING": on_working,
+    b"POSTPONE": on_postpone,
+}

@@ -18,9 +18,11 @@ DEFAULT_TTL = 24 * 3600
 DEFAULT_RETRY_MAX = 300
 
 NOREPL = b"-NOREPL Not enough reachable nodes for the requested replication level\r\n"
-NOREPL_NO_COPY = (b"-NOREPL Not enough reachable nodes for the requested replication level, "
-                  b"since I'm unable to hold a copy of the message for the following reason: "
-                  b"I'm out of memory or I'm leaving.\r\n")
+NOREPL_NO_COPY = (
+    b"-NOREPL Not enough reachable nodes for the requested replication level, "
+    b"since I'm unable to hold a copy of the message for the following reason: "
+    b"I'm out of memory or I'm leaving.\r\n"
+)
 
 
 class AddjobOptions:
@@ -61,12 +63,16 @@ def parse_options(c: Client, argv: list[bytes], opts: AddjobOptions) -> bool:
 def check_options(c: Client, opts: AddjobOptions) -> bool:
     """Refuse what the options cannot mean together; fill in the default RETRY."""
     if opts.replicate > 1 and opts.retry == 0:
-        c.reply(b"-ERR With RETRY set to 0 please explicitly set  REPLICATE to 1 "
-                b"(at-most-once delivery)\r\n")
+        c.reply(
+            b"-ERR With RETRY set to 0 please explicitly set  REPLICATE to 1 "
+            b"(at-most-once delivery)\r\n"
+        )
         return False
     if opts.delay >= opts.ttl:
-        c.reply(b"-ERR The specified DELAY is greater than TTL. Job refused since would "
-                b"never be delivered\r\n")
+        c.reply(
+            b"-ERR The specified DELAY is greater than TTL. Job refused since would "
+            b"never be delivered\r\n"
+        )
         return False
     if opts.retry == -1:
         opts.retry = default_retry(opts.ttl)
@@ -95,8 +101,13 @@ _NUMERIC = {
     b"delay": (lambda v: v >= 0, b"-ERR DELAY time must be a non negative number\r\n"),
     b"maxlen": (lambda v: v > 0, b"-ERR MAXLEN must be a positive number\r\n"),
 }
-_FIELD = {b"replicate": "replicate", b"ttl": "ttl", b"retry": "retry", b"delay": "delay",
-          b"maxlen": "maxlen"}
+_FIELD = {
+    b"replicate": "replicate",
+    b"ttl": "ttl",
+    b"retry": "retry",
+    b"delay": "delay",
+    b"maxlen": "maxlen",
+}
 
 
 def addjob_command(c: Client, argv: list[bytes]) -> None:
@@ -128,8 +139,7 @@ def addjob_command(c: Client, argv: list[bytes]) -> None:
     c.out.append(b"+%s\r\n" % job.id)
 
 
-def add_replicated_job(c: Client, argv: list[bytes], opts: AddjobOptions,
-                       timeout: int) -> None:
+def add_replicated_job(c: Client, argv: list[bytes], opts: AddjobOptions, timeout: int) -> None:
     """ADDJOB in a cluster: the job is replicated before it starts."""
     server = c.server
     cluster = server.cluster
@@ -169,13 +179,18 @@ def queue_accepts(c: Client, q: Queue, opts: AddjobOptions) -> bytes | None:
     return q.name
 
 
-def create_job(c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrepl: bool,
-               now: int) -> Job:
+def create_job(
+    c: Client, queue: bytes, body: bytes, opts: AddjobOptions, extrepl: bool, now: int
+) -> Job:
     server = c.server
     cluster = server.cluster
     retry = opts.retry
-    job = Job(generate_job_id(cluster.myself.id, opts.ttl, retry), WAIT_REPL,
-              shared_int(now // 1000 + opts.ttl), shared_int(retry))
+    job = Job(
+        generate_job_id(cluster.myself.id, opts.ttl, retry),
+        WAIT_REPL,
+        shared_int(now // 1000 + opts.ttl),
+        shared_int(retry),
+    )
     job.queue = queue
     job.body = body
     job.repl = opts.replicate

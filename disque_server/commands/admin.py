@@ -74,8 +74,11 @@ def redis_hello(c: Client, argv: list[bytes]) -> None:
         opt = argv[i].lower()
         if opt == b"auth" and i + 2 < len(argv):
             user, password = argv[i + 1], argv[i + 2]
-            if not c.server.config["requirepass"] or user != b"default" \
-                    or not check_password(c, password):
+            if (
+                not c.server.config["requirepass"]
+                or user != b"default"
+                or not check_password(c, password)
+            ):
                 c.reply_error("WRONGPASS invalid username-password pair or user is disabled.")
                 return
             c.authenticated = True
@@ -87,26 +90,31 @@ def redis_hello(c: Client, argv: list[bytes]) -> None:
             c.reply_error(f"ERR Syntax error in HELLO option '{argv[i].decode(errors='replace')}'")
             return
     if not c.authenticated:
-        c.reply(b"-NOAUTH HELLO must be called with the client already authenticated, "
-                b"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
-                b"authenticate the client and select the RESP protocol version at the same "
-                b"time\r\n")
+        c.reply(
+            b"-NOAUTH HELLO must be called with the client already authenticated, "
+            b"otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+            b"authenticate the client and select the RESP protocol version at the same "
+            b"time\r\n"
+        )
         return
     if name is not None:
         c.name = name
     c.proto = RESP3 if version == 3 else RESP2
-    c.reply_value({
-        b"server": b"disque",
-        b"version": DISQUE_VERSION.encode(),
-        b"proto": version,
-        b"id": c.id,
-        b"mode": b"cluster" if c.server.cluster.size > 1 else b"standalone",
-        b"role": b"master",
-        b"modules": [],
-    })
+    c.reply_value(
+        {
+            b"server": b"disque",
+            b"version": DISQUE_VERSION.encode(),
+            b"proto": version,
+            b"id": c.id,
+            b"mode": b"cluster" if c.server.cluster.size > 1 else b"standalone",
+            b"role": b"master",
+            b"modules": [],
+        }
+    )
 
 
 # ---- CONFIG ---------------------------------------------------------------------
+
 
 def config_command(c: Client, argv: list[bytes]) -> None:
     sub = argv[1].lower()
@@ -118,8 +126,7 @@ def config_command(c: Client, argv: list[bytes]) -> None:
         try:
             # Values are text with the client's bytes kept (surrogateescape), as in
             # config files: a password set here is the one AUTH compares.
-            config.set(argv[2].decode(errors="replace"),
-                       argv[3].decode(errors="surrogateescape"))
+            config.set(argv[2].decode(errors="replace"), argv[3].decode(errors="surrogateescape"))
         except ConfigError as exc:
             c.reply_error(f"ERR {exc}")
             return
@@ -146,6 +153,7 @@ def config_command(c: Client, argv: list[bytes]) -> None:
 
 # ---- CLIENT -----------------------------------------------------------------------
 
+
 def client_command(c: Client, argv: list[bytes]) -> None:
     sub = argv[1].lower()
     if sub == b"list" and len(argv) == 2:
@@ -165,12 +173,13 @@ def client_command(c: Client, argv: list[bytes]) -> None:
     elif sub == b"kill" and len(argv) >= 3:
         client_kill(c, argv[2:])
     else:
-        c.reply_error("ERR Syntax error, try CLIENT (LIST | KILL ip:port | GETNAME | "
-                      "SETNAME connection-name)")
+        c.reply_error(
+            "ERR Syntax error, try CLIENT (LIST | KILL ip:port | GETNAME | SETNAME connection-name)"
+        )
 
 
 def client_kill(c: Client, args: list[bytes]) -> None:
-    if len(args) == 1:   # old form: CLIENT KILL addr
+    if len(args) == 1:  # old form: CLIENT KILL addr
         addr, client_id = args[0].decode(errors="replace"), None
     elif len(args) == 2 and args[0].lower() == b"addr":
         addr, client_id = args[1].decode(errors="replace"), None
@@ -182,8 +191,11 @@ def client_kill(c: Client, args: list[bytes]) -> None:
     else:
         c.reply(SYNTAX_ERROR)
         return
-    victims = [cl for cl in c.server.clients
-               if (addr is not None and cl.addr == addr) or (client_id is not None and cl.id == client_id)]
+    victims = [
+        cl
+        for cl in c.server.clients
+        if (addr is not None and cl.addr == addr) or (client_id is not None and cl.id == client_id)
+    ]
     if not victims:
         c.reply_error("ERR No such client")
         return
@@ -196,6 +208,7 @@ def client_kill(c: Client, args: list[bytes]) -> None:
 
 
 # ---- SLOWLOG / LATENCY / COMMAND -----------------------------------------------------------
+
 
 def slowlog_command(c: Client, argv: list[bytes]) -> None:
     sub = argv[1].lower()
@@ -231,9 +244,14 @@ def latency_command(c: Client, argv: list[bytes]) -> None:
     elif sub == b"history" and len(argv) == 3:
         c.reply_value([])
     elif sub == b"doctor":
-        c.reply(bulk(b"Dave, no latency spike was observed during the lifetime of this "
-                     b"Disque instance, not in the slightest bit."
-                     if not server.latency_events() else b"Latency spikes observed: see LATENCY LATEST."))
+        c.reply(
+            bulk(
+                b"Dave, no latency spike was observed during the lifetime of this "
+                b"Disque instance, not in the slightest bit."
+                if not server.latency_events()
+                else b"Latency spikes observed: see LATENCY LATEST."
+            )
+        )
     else:
         c.reply_error("ERR Syntax error, try LATENCY (LATEST | HISTORY | RESET | DOCTOR)")
 
@@ -263,6 +281,7 @@ def command_info(cmd: object) -> list[object]:
 
 # ---- DEBUG / SHUTDOWN / MONITOR / BGREWRITEAOF ------------------------------------------------
 
+
 def debug_command(c: Client, argv: list[bytes]) -> None:
     sub = argv[1].lower()
     server = c.server
@@ -277,8 +296,10 @@ def debug_command(c: Client, argv: list[bytes]) -> None:
             return
         c.reply(resp.OK)
     else:
-        c.reply_error("ERR Unknown DEBUG subcommand or wrong number of arguments for "
-                      f"'{argv[1].decode(errors='replace')}'")
+        c.reply_error(
+            "ERR Unknown DEBUG subcommand or wrong number of arguments for "
+            f"'{argv[1].decode(errors='replace')}'"
+        )
 
 
 def shutdown_command(c: Client, argv: list[bytes]) -> None:

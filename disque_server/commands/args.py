@@ -26,10 +26,10 @@ def _decimal(arg: bytes) -> tuple[bool, int] | None:
         return False, 0
     negative = text[:1] == b"-"
     digits = text[1:] if text[:1] in b"+-" else text
-    if not digits.isdigit():   # ASCII digits only, for bytes
+    if not digits.isdigit():  # ASCII digits only, for bytes
         return None
     digits = digits.lstrip(b"0")
-    if len(digits) > 20:       # past any 64-bit value (and int() of a long string is slow)
+    if len(digits) > 20:  # past any 64-bit value (and int() of a long string is slow)
         return None
     return negative, int(digits or b"0")
 

@@ -27,7 +27,7 @@ def cluster_meet(c: Client, argv: list[bytes]) -> None:
     """CLUSTER MEET ip port [bus-port]: the bus port as Redis 7 (beyond Disque), for
     a node whose bus is not at port + 10000 (cluster-port, NAT)."""
     ip, port_arg = argv[2].decode(errors="replace"), argv[3]
-    port = parse_ll(port_arg)   # getLongLongFromObject, as Disque
+    port = parse_ll(port_arg)  # getLongLongFromObject, as Disque
     if port is None:
         c.reply_error(f"ERR Invalid TCP port specified: {port_arg.decode(errors='replace')}")
         return
@@ -41,7 +41,7 @@ def cluster_meet(c: Client, argv: list[bytes]) -> None:
         valid = 0 < port <= 65535 and 0 < bus_port <= 65535
     else:
         bus_port = port + 10000
-        valid = 0 < port <= 65535 - 10000   # clusterStartHandshake: the bus port must exist too
+        valid = 0 < port <= 65535 - 10000  # clusterStartHandshake: the bus port must exist too
     if not valid:
         c.reply_error(f"ERR Invalid node address specified: {address}")
         return

@@ -27,14 +27,27 @@ def reply_jobs(c: Client, jobs: list[Job], withcounters: bool) -> None:
     for job in jobs:
         q, body = job.queue, job.body
         if withcounters:
-            out.append(b"*7\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n%s%s%s%s" % (
-                len(q), q, job.id, len(body), body,
-                _NACKS, integer(job.nacks), _DELIVERIES, integer(job.deliveries)))
+            out.append(
+                b"*7\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n%s%s%s%s"
+                % (
+                    len(q),
+                    q,
+                    job.id,
+                    len(body),
+                    body,
+                    _NACKS,
+                    integer(job.nacks),
+                    _DELIVERIES,
+                    integer(job.deliveries),
+                )
+            )
         else:
-            out.append(b"*3\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n" % (
-                len(q), q, job.id, len(body), body))
+            out.append(
+                b"*3\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n"
+                % (len(q), q, job.id, len(body), body)
+            )
     cluster = c.server.cluster
-    if cluster.refills:    # this GETJOB drained a queue that imports jobs
+    if cluster.refills:  # this GETJOB drained a queue that imports jobs
         for name in dict.fromkeys(job.queue for job in jobs):
             cluster.hold_for_refill(c, name)
 
@@ -66,7 +79,7 @@ def getjob_command(c: Client, argv: list[bytes]) -> None:
             count = value
             i += 1
         elif opt == b"from":
-            names = argv[i + 1:]
+            names = argv[i + 1 :]
             break
         else:
             c.reply(SYNTAX_ERROR)
@@ -126,5 +139,5 @@ def serve_blocked(c: Client, q: Queue) -> None:
     job = c.server.queues.fetch_job(q)
     c.unblock()
     if job is not None:
-        reply_jobs(c, [job], blocked.withcounters)   # may hold us for a refill
+        reply_jobs(c, [job], blocked.withcounters)  # may hold us for a refill
     c.flush()

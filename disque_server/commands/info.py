@@ -41,8 +41,7 @@ def section_server(s: Server) -> list[str]:
         # field, and INFO parsers see what they know): the interpreter is named in
         # the build ID, and gcc_version is 0.0.0, as Redis and Disque report it when
         # no GCC built them.
-        f"disque_build_id:{platform.python_implementation().lower()}-"
-        f"{platform.python_version()}",
+        f"disque_build_id:{platform.python_implementation().lower()}-{platform.python_version()}",
         f"os:{uname.system} {uname.release} {uname.machine}",
         f"arch_bits:{64 if sys.maxsize > 2**32 else 32}",
         "multiplexing_api:" + ("epoll" if sys.platform.startswith("linux") else "kqueue"),
@@ -127,14 +126,15 @@ def section_commandstats(s: Server) -> list[str]:
     for cmd in s.command_list:
         if cmd.calls:
             usec = int(cmd.usec * 1e6)
-            lines.append(f"cmdstat_{cmd.name}:calls={cmd.calls},usec={usec},"
-                         f"usec_per_call={usec / cmd.calls:.2f}")
+            lines.append(
+                f"cmdstat_{cmd.name}:calls={cmd.calls},usec={usec},"
+                f"usec_per_call={usec / cmd.calls:.2f}"
+            )
     return lines
 
 
 def section_latency(s: Server) -> list[str]:
-    return [f"event_loop_max_stall_ms:{s.stats_max_stall_ms}",
-            f"slowlog_len:{len(s.slowlog)}"]
+    return [f"event_loop_max_stall_ms:{s.stats_max_stall_ms}", f"slowlog_len:{len(s.slowlog)}"]
 
 
 SECTIONS: dict[str, Callable[[Server], list[str]]] = {

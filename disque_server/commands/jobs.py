@@ -130,8 +130,10 @@ def working_command(c: Client, argv: list[bytes]) -> None:
     created = job.ctime // 1_000_000
     ttl = job.etime * 1000 - created
     if ttl > 0 and now - created > ttl // 2:
-        c.reply(b"-TOOLATE Half of job TTL already elapsed, you are no longer allowed to "
-                b"postpone the next delivery.\r\n")
+        c.reply(
+            b"-TOOLATE Half of job TTL already elapsed, you are no longer allowed to "
+            b"postpone the next delivery.\r\n"
+        )
         return
     postpone_requeue(c, job, now)
     server.cluster.broadcast_working(job)
@@ -180,7 +182,7 @@ def nack_delayed(c: Client, ids: list[bytes], delay_arg: bytes) -> None:
     for jid in ids:
         job = server.jobs.lookup(jid)
         if job is None or job.state != ACTIVE or (job.retry == 0 and job.flags & FLAG_DELIVERED):
-            continue    # what plain NACK could not queue again either
+            continue  # what plain NACK could not queue again either
         job.flags |= FLAG_NACK_DELAYED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
         job.qtime = requeue_at
         server.jobs.update_awake(job)
@@ -197,7 +199,7 @@ def enqueue_generic(c: Client, argv: list[bytes], nack: bool) -> None:
     for jid in argv[1:]:
         job = server.jobs.lookup(jid)
         if job is not None and job.state == ACTIVE:
-            job.flags &= ~FLAG_NACK_DELAYED      # queued now: a pending NACK DELAY is void
+            job.flags &= ~FLAG_NACK_DELAYED  # queued now: a pending NACK DELAY is void
             if server.queues.enqueue_job(job, nack):
                 enqueued += 1
     c.reply(integer(enqueued))

@@ -48,6 +48,7 @@ QUEUE = b"chaos"
 # A small RESP client with explicit failure modes (no hidden retries)
 # ---------------------------------------------------------------------------
 
+
 class ConnectFailed(OSError):
     """The connection could not be opened: the request was never sent."""
 
@@ -55,8 +56,9 @@ class ConnectFailed(OSError):
 class Resp:
     """One connection to one node; reconnects lazily after an error."""
 
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 4.0,
-                 connect_timeout: float = 1.0) -> None:
+    def __init__(
+        self, port: int, host: str = "127.0.0.1", timeout: float = 4.0, connect_timeout: float = 1.0
+    ) -> None:
         self.host, self.port = host, port
         self.timeout, self.connect_timeout = timeout, connect_timeout
         self.sock: socket.socket | None = None
@@ -65,8 +67,9 @@ class Resp:
     def _connect(self) -> socket.socket:
         if self.sock is None:
             try:
-                sock = socket.create_connection((self.host, self.port),
-                                                timeout=self.connect_timeout)
+                sock = socket.create_connection(
+                    (self.host, self.port), timeout=self.connect_timeout
+                )
             except OSError as exc:
                 raise ConnectFailed(str(exc)) from exc
             sock.settimeout(self.timeout)
@@ -81,8 +84,7 @@ class Resp:
         included) when the outcome is unknown."""
         sock = self._connect()
         parts = [a if isinstance(a, bytes) else str(a).encode() for a in args]
-        data = b"*%d\r\n" % len(parts) + b"".join(
-            b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
+        data = b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
         try:
             if timeout is not None:
                 sock.settimeout(timeout)
@@ -120,6 +122,7 @@ def error_code(reply: Any) -> str | None:
 # Nodes whose bus traffic can be told apart by the firewall
 # ---------------------------------------------------------------------------
 
+
 def gid_base() -> int:
     """Group IDs for this run's nodes: distinct from another run's on the same host."""
     return 40000 + (os.getpid() % 2000) * 16
@@ -136,12 +139,19 @@ class ChaosNode(Node):
 
     def start(self, wait: bool = True) -> Node:
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + \
-            env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = (
+            str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
+        )
         extra: dict[str, Any] = {"group": self.gid} if self.gid is not None else {}
         with open(self.stderr_file, "ab") as err:
-            self.proc = subprocess.Popen(self.command_line(), cwd=self.dir, env=env,
-                                         stdout=subprocess.DEVNULL, stderr=err, **extra)
+            self.proc = subprocess.Popen(
+                self.command_line(),
+                cwd=self.dir,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                **extra,
+            )
         if wait:
             self.wait_ready()
         return self
@@ -182,8 +192,9 @@ class Partitioner:
         self.marked: set[int] = set()
 
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return subprocess.run([self.iptables, "-w", *args], capture_output=True, text=True,
-                              check=check, timeout=30)
+        return subprocess.run(
+            [self.iptables, "-w", *args], capture_output=True, text=True, check=check, timeout=30
+        )
 
     def unavailable_reason(self) -> str | None:
         """None when partitions can be made here, else why not."""
@@ -193,10 +204,34 @@ class Partitioner:
             return "partitions need the iptables command; not installed"
         try:
             self.install()
-            self._run("-t", "mangle", "-A", self.chain, "-m", "owner", "--gid-owner", "65000",
-                      "-j", "MARK", "--set-mark", "65000")
-            self._run("-A", self.chain, "-p", "tcp", "-m", "mark", "--mark", "65000",
-                      "--dport", "1", "-j", "DROP")
+            self._run(
+                "-t",
+                "mangle",
+                "-A",
+                self.chain,
+                "-m",
+                "owner",
+                "--gid-owner",
+                "65000",
+                "-j",
+                "MARK",
+                "--set-mark",
+                "65000",
+            )
+            self._run(
+                "-A",
+                self.chain,
+                "-p",
+                "tcp",
+                "-m",
+                "mark",
+                "--mark",
+                "65000",
+                "--dport",
+                "1",
+                "-j",
+                "DROP",
+            )
             self._run("-t", "mangle", "-F", self.chain)
             self._run("-F", self.chain)
         except (subprocess.CalledProcessError, OSError, subprocess.TimeoutExpired) as exc:
@@ -212,7 +247,7 @@ class Partitioner:
             for line in listing.splitlines():
                 parts = line.split()
                 if len(parts) == 2 and parts[0] == "-N" and parts[1].startswith("DQCHAOS"):
-                    pid = parts[1][len("DQCHAOS"):]
+                    pid = parts[1][len("DQCHAOS") :]
                     if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
                         hook = "INPUT" if table == "filter" else "OUTPUT"
                         self._run("-t", table, "-D", hook, "-j", parts[1], check=False)
@@ -232,8 +267,20 @@ class Partitioner:
     def mark(self, nodes: list[ChaosNode]) -> None:
         for node in nodes:
             if node.gid is not None and node.gid not in self.marked:
-                self._run("-t", "mangle", "-A", self.chain, "-m", "owner", "--gid-owner",
-                          str(node.gid), "-j", "MARK", "--set-mark", str(node.gid))
+                self._run(
+                    "-t",
+                    "mangle",
+                    "-A",
+                    self.chain,
+                    "-m",
+                    "owner",
+                    "--gid-owner",
+                    str(node.gid),
+                    "-j",
+                    "MARK",
+                    "--set-mark",
+                    str(node.gid),
+                )
                 self.marked.add(node.gid)
 
     def partition(self, groups: list[list[ChaosNode]]) -> None:
@@ -245,8 +292,20 @@ class Partitioner:
                     continue
                 for src in a:
                     for dst in b:
-                        self._run("-A", self.chain, "-p", "tcp", "-m", "mark", "--mark",
-                                  str(src.gid), "--dport", str(dst.bus_port), "-j", "DROP")
+                        self._run(
+                            "-A",
+                            self.chain,
+                            "-p",
+                            "tcp",
+                            "-m",
+                            "mark",
+                            "--mark",
+                            str(src.gid),
+                            "--dport",
+                            str(dst.bus_port),
+                            "-j",
+                            "DROP",
+                        )
 
     def heal(self) -> None:
         if self.installed:
@@ -269,18 +328,19 @@ class Partitioner:
 # The history
 # ---------------------------------------------------------------------------
 
+
 @dataclass
 class History:
     """What the clients saw. Only touched under ``lock``."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
-    sent: set[bytes] = field(default_factory=set)              # ADDJOB written to a socket
-    added: dict[bytes, bytes] = field(default_factory=dict)    # body -> ID (answered)
-    indeterminate: dict[bytes, str] = field(default_factory=dict)   # body -> why
-    deliveries: Counter = field(default_factory=Counter)       # body -> times dequeued
+    sent: set[bytes] = field(default_factory=set)  # ADDJOB written to a socket
+    added: dict[bytes, bytes] = field(default_factory=dict)  # body -> ID (answered)
+    indeterminate: dict[bytes, str] = field(default_factory=dict)  # body -> why
+    deliveries: Counter = field(default_factory=Counter)  # body -> times dequeued
     delivered_ids: dict[bytes, set[bytes]] = field(default_factory=dict)
-    acked: set[bytes] = field(default_factory=set)             # ACKJOB answered for it
-    skipped: set[bytes] = field(default_factory=set)           # taken, ACK withheld once
+    acked: set[bytes] = field(default_factory=set)  # ACKJOB answered for it
+    skipped: set[bytes] = field(default_factory=set)  # taken, ACK withheld once
     ack_calls: int = 0
     add_errors: Counter = field(default_factory=Counter)
     get_errors: Counter = field(default_factory=Counter)
@@ -303,24 +363,24 @@ class History:
 
 @dataclass
 class Settings:
-    seconds: float = 20.0               # nemesis + workload phase
+    seconds: float = 20.0  # nemesis + workload phase
     producers: int = 2
     consumers: int = 3
-    producer_pause: float = 0.01        # between two ADDJOB of one producer
+    producer_pause: float = 0.01  # between two ADDJOB of one producer
     replicate: int = 3
-    retries: tuple[int, ...] = (1, 2)   # RETRY of each job, drawn at random
+    retries: tuple[int, ...] = (1, 2)  # RETRY of each job, drawn at random
     addjob_timeout_ms: int = 2000
     getjob_timeout_ms: int = 200
     getjob_count: int = 4
-    skip_ack_ratio: float = 0.03        # consumers "crash" before acknowledging
-    ack_elsewhere_ratio: float = 0.3    # ACKJOB on another node than GETJOB's
+    skip_ack_ratio: float = 0.03  # consumers "crash" before acknowledging
+    ack_elsewhere_ratio: float = 0.3  # ACKJOB on another node than GETJOB's
     max_impaired: int = 2
-    fault_min: float = 1.0              # how long one fault lasts
+    fault_min: float = 1.0  # how long one fault lasts
     fault_max: float = 4.0
     nemesis_gap: tuple[float, float] = (0.3, 1.5)
     kinds: tuple[str, ...] = ("kill", "pause")
-    drain_window: float = 30.0          # drain for at most this long
-    drain_quiet_rounds: int = 5         # ... stop after this many empty rounds in a row
+    drain_window: float = 30.0  # drain for at most this long
+    drain_quiet_rounds: int = 5  # ... stop after this many empty rounds in a row
     heal_timeout: float = 45.0
     seed: int = field(default_factory=lambda: random.randrange(1 << 30))
 
@@ -329,10 +389,15 @@ class Settings:
 # The run
 # ---------------------------------------------------------------------------
 
+
 class QueueChaos:
-    def __init__(self, cluster: ClusterOfNodes, settings: Settings,
-                 partitioner: Partitioner | None = None,
-                 log: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        cluster: ClusterOfNodes,
+        settings: Settings,
+        partitioner: Partitioner | None = None,
+        log: Callable[[str], None] = print,
+    ) -> None:
         self.cluster = cluster
         self.nodes: list[ChaosNode] = list(cluster)  # type: ignore[arg-type]
         self.s = settings
@@ -343,7 +408,7 @@ class QueueChaos:
         self.stop_nemesis = threading.Event()
         self.tag = b"%08x" % self.rng.randrange(1 << 32)
         self.log = log
-        self.errors: list[str] = []     # harness failures (bugs in this file, not the node)
+        self.errors: list[str] = []  # harness failures (bugs in this file, not the node)
         # Nemesis state: node index -> ("kill"|"pause", heal time); partition: heal time.
         self.faults: dict[int, tuple[str, float]] = {}
         self.partitioned: list[int] = []
@@ -360,6 +425,7 @@ class QueueChaos:
                 fn()
             except Exception as exc:  # the harness itself must never die silently
                 self.errors.append(f"{name}: {exc!r}")
+
         return run
 
     def producer(self, pid: int) -> None:
@@ -372,14 +438,22 @@ class QueueChaos:
                 body = b"%s-p%d-%d" % (self.tag, pid, seq)
                 i = rng.randrange(len(self.nodes))
                 retry = rng.choice(self.s.retries)
-                args = ("ADDJOB", QUEUE, body, self.s.addjob_timeout_ms,
-                        "REPLICATE", self.s.replicate, "RETRY", retry)
+                args = (
+                    "ADDJOB",
+                    QUEUE,
+                    body,
+                    self.s.addjob_timeout_ms,
+                    "REPLICATE",
+                    self.s.replicate,
+                    "RETRY",
+                    retry,
+                )
                 with self.h.lock:
                     self.h.sent.add(body)
                 try:
                     reply = conns[i].call(*args)
                 except ConnectFailed:
-                    with self.h.lock:          # never sent: must never be seen
+                    with self.h.lock:  # never sent: must never be seen
                         self.h.sent.discard(body)
                         self.h.add_errors["connect"] += 1
                     time.sleep(0.05)
@@ -403,12 +477,27 @@ class QueueChaos:
             for c in conns:
                 c.close()
 
-    def consume_once(self, rng: random.Random, conns: list[Resp], i: int,
-                     timeout_ms: int, count: int, draining: bool) -> int:
+    def consume_once(
+        self,
+        rng: random.Random,
+        conns: list[Resp],
+        i: int,
+        timeout_ms: int,
+        count: int,
+        draining: bool,
+    ) -> int:
         """One GETJOB (+ ACKJOB) on node i; the number of jobs received."""
         try:
-            reply = conns[i].call("GETJOB", "TIMEOUT", timeout_ms, "COUNT", count,
-                                  "FROM", QUEUE, timeout=timeout_ms / 1000 + 4)
+            reply = conns[i].call(
+                "GETJOB",
+                "TIMEOUT",
+                timeout_ms,
+                "COUNT",
+                count,
+                "FROM",
+                QUEUE,
+                timeout=timeout_ms / 1000 + 4,
+            )
         except OSError as exc:
             with self.h.lock:
                 self.h.get_errors[type(exc).__name__] += 1
@@ -426,7 +515,7 @@ class QueueChaos:
         for item in reply:
             _queue, jid, body = item[0], item[1], item[2]
             n = self.h.delivered(body, jid)
-            if (not draining and n == 1 and rng.random() < self.s.skip_ack_ratio):
+            if not draining and n == 1 and rng.random() < self.s.skip_ack_ratio:
                 with self.h.lock:
                     self.h.skipped.add(body)
                 continue
@@ -453,8 +542,14 @@ class QueueChaos:
         conns = [Resp(n.port) for n in self.nodes]
         try:
             while not self.stop_workload.is_set():
-                self.consume_once(rng, conns, rng.randrange(len(conns)),
-                                  self.s.getjob_timeout_ms, self.s.getjob_count, False)
+                self.consume_once(
+                    rng,
+                    conns,
+                    rng.randrange(len(conns)),
+                    self.s.getjob_timeout_ms,
+                    self.s.getjob_count,
+                    False,
+                )
         finally:
             for c in conns:
                 c.close()
@@ -489,8 +584,9 @@ class QueueChaos:
             minority = sorted(rng.sample(healthy, size))
             majority = [i for i in range(len(self.nodes)) if i not in minority]
             assert self.partitioner is not None
-            self.partitioner.partition([[self.nodes[i] for i in minority],
-                                        [self.nodes[i] for i in majority]])
+            self.partitioner.partition(
+                [[self.nodes[i] for i in minority], [self.nodes[i] for i in majority]]
+            )
             self.partitioned = minority
             self.partition_heal_at = time.monotonic() + duration
             self.h.event("partition", f"{minority} | {majority} for {duration:.1f}s")
@@ -532,8 +628,10 @@ class QueueChaos:
             self.partitioner.heal()
         for i, n in enumerate(self.nodes):
             if not n.is_running():
-                self.errors.append(f"node{i} found dead after the nemesis "
-                                   f"(exit {n.proc.returncode if n.proc else None})")
+                self.errors.append(
+                    f"node{i} found dead after the nemesis "
+                    f"(exit {n.proc.returncode if n.proc else None})"
+                )
                 n.start(wait=True)
         t0 = time.monotonic()
         try:
@@ -548,7 +646,7 @@ class QueueChaos:
         conns = [Resp(n.port) for n in self.nodes]
         t0 = time.monotonic()
         empty_rounds = 0
-        quiet = max(self.s.retries) * 2 + 1     # re-queues come within RETRY (+ slack)
+        quiet = max(self.s.retries) * 2 + 1  # re-queues come within RETRY (+ slack)
         last_job = t0
         try:
             while time.monotonic() - t0 < self.s.drain_window:
@@ -564,9 +662,9 @@ class QueueChaos:
                 if empty_rounds < self.s.drain_quiet_rounds:
                     continue
                 with self.h.lock:
-                    missing = [b for b in self.h.added if b not in self.h.deliveries] + \
-                        [b for b in self.h.skipped
-                         if self.h.deliveries[b] < 2 and b in self.h.added]
+                    missing = [b for b in self.h.added if b not in self.h.deliveries] + [
+                        b for b in self.h.skipped if self.h.deliveries[b] < 2 and b in self.h.added
+                    ]
                 if not missing and now - last_job >= quiet:
                     break
         finally:
@@ -576,18 +674,26 @@ class QueueChaos:
         for i, n in enumerate(self.nodes):
             try:
                 info = n.info("jobs")
-                self.leftover[i] = {"qlen": int(n.call("QLEN", QUEUE)),
-                                    "jobs": int(info.get("registered_jobs", -1))}
+                self.leftover[i] = {
+                    "qlen": int(n.call("QLEN", QUEUE)),
+                    "jobs": int(info.get("registered_jobs", -1)),
+                }
             except Exception as exc:  # reported, not fatal
                 self.leftover[i] = {"error": repr(exc)[:60]}  # type: ignore[dict-item]
 
     def run(self) -> dict[str, Any]:
-        threads = [threading.Thread(target=self._guard(f"producer{p}",
-                                                       lambda p=p: self.producer(p)),
-                                    daemon=True) for p in range(self.s.producers)]
-        threads += [threading.Thread(target=self._guard(f"consumer{c}",
-                                                        lambda c=c: self.consumer(c)),
-                                     daemon=True) for c in range(self.s.consumers)]
+        threads = [
+            threading.Thread(
+                target=self._guard(f"producer{p}", lambda p=p: self.producer(p)), daemon=True
+            )
+            for p in range(self.s.producers)
+        ]
+        threads += [
+            threading.Thread(
+                target=self._guard(f"consumer{c}", lambda c=c: self.consumer(c)), daemon=True
+            )
+            for c in range(self.s.consumers)
+        ]
         nemesis = threading.Thread(target=self._guard("nemesis", self.nemesis), daemon=True)
         for t in threads:
             t.start()
@@ -613,7 +719,7 @@ class QueueChaos:
             for i, line in enumerate(lines):
                 if line.startswith("Traceback"):
                     # The exception line is the first unindented line after the trace.
-                    for follow in lines[i + 1:]:
+                    for follow in lines[i + 1 :]:
                         if follow and not follow.startswith(" "):
                             found[follow[:120]] += 1
                             break
@@ -627,8 +733,7 @@ class QueueChaos:
             added = set(h.added)
             lost = sorted(added - delivered)
             unexpected = sorted(delivered - added - set(h.indeterminate))
-            mismatched = sorted(b for b in delivered & added
-                                if h.delivered_ids[b] != {h.added[b]})
+            mismatched = sorted(b for b in delivered & added if h.delivered_ids[b] != {h.added[b]})
             # Only for jobs whose ADDJOB succeeded: a NOREPL job may be delivered by a
             # replica before the origin's clean-up DELJOB reaches it, and then vanish.
             not_redelivered = sorted(b for b in h.skipped if h.deliveries[b] < 2 and b in added)
@@ -661,28 +766,36 @@ class QueueChaos:
                 "lost_sample": [b.decode() for b in lost[:10]],
                 "unexpected_sample": [b.decode() for b in unexpected[:10]],
                 "not_redelivered_sample": [b.decode() for b in not_redelivered[:10]],
-                "mismatch_sample": [(b.decode(), sorted(x.decode() for x in h.delivered_ids[b]),
-                                     h.added[b].decode()) for b in mismatched[:5]],
+                "mismatch_sample": [
+                    (
+                        b.decode(),
+                        sorted(x.decode() for x in h.delivered_ids[b]),
+                        h.added[b].decode(),
+                    )
+                    for b in mismatched[:5]
+                ],
                 "events": [f"{t:7.2f}s {e}" for t, e in h.events],
             }
 
 
 def format_summary(name: str, result: dict[str, Any]) -> str:
-    rows = [("added (answered with an ID)", result["added"]),
-            ("indeterminate ADDJOB", result["indeterminate"]),
-            ("  of which delivered", result["indeterminate_delivered"]),
-            ("delivered (unique bodies)", result["delivered_unique"]),
-            ("deliveries (total)", result["deliveries"]),
-            ("acked (bodies)", result["acked"]),
-            ("ACK withheld on purpose", result["skipped_acks"]),
-            ("LOST", result["lost"]),
-            ("UNEXPECTED", result["unexpected"]),
-            ("NOT REDELIVERED", result["not_redelivered"]),
-            ("ID MISMATCH", result["id_mismatch"]),
-            ("duplicates", result["duplicates"]),
-            ("nemesis events", sum(result["nemesis"].values())),
-            ("heal time (s)", result["heal_seconds"]),
-            ("drain time (s) / rounds", f"{result['drain_seconds']} / {result['drain_rounds']}")]
+    rows = [
+        ("added (answered with an ID)", result["added"]),
+        ("indeterminate ADDJOB", result["indeterminate"]),
+        ("  of which delivered", result["indeterminate_delivered"]),
+        ("delivered (unique bodies)", result["delivered_unique"]),
+        ("deliveries (total)", result["deliveries"]),
+        ("acked (bodies)", result["acked"]),
+        ("ACK withheld on purpose", result["skipped_acks"]),
+        ("LOST", result["lost"]),
+        ("UNEXPECTED", result["unexpected"]),
+        ("NOT REDELIVERED", result["not_redelivered"]),
+        ("ID MISMATCH", result["id_mismatch"]),
+        ("duplicates", result["duplicates"]),
+        ("nemesis events", sum(result["nemesis"].values())),
+        ("heal time (s)", result["heal_seconds"]),
+        ("drain time (s) / rounds", f"{result['drain_seconds']} / {result['drain_rounds']}"),
+    ]
     width = max(len(r[0]) for r in rows)
     lines = [f"== chaos summary: {name} (seed {result['seed']}) =="]
     lines += [f"  {k:<{width}}  {v}" for k, v in rows]
@@ -691,16 +804,25 @@ def format_summary(name: str, result: dict[str, Any]) -> str:
     lines.append(f"  GETJOB errors: {result['get_errors']}")
     lines.append(f"  ACKJOB errors: {result['ack_errors']}")
     lines.append(f"  after drain (qlen, registered jobs) per node: {result['leftover']}")
-    for key in ("lost_sample", "unexpected_sample", "not_redelivered_sample", "mismatch_sample",
-                "harness_errors", "node_exceptions"):
+    for key in (
+        "lost_sample",
+        "unexpected_sample",
+        "not_redelivered_sample",
+        "mismatch_sample",
+        "harness_errors",
+        "node_exceptions",
+    ):
         if result[key]:
             lines.append(f"  {key}: {result[key]}")
     return "\n".join(lines) + "\n"
 
 
 def failures(result: dict[str, Any]) -> list[str]:
-    problems = [f"{k}={result[k]}" for k in ("lost", "unexpected", "not_redelivered",
-                                               "id_mismatch") if result[k]]
+    problems = [
+        f"{k}={result[k]}"
+        for k in ("lost", "unexpected", "not_redelivered", "id_mismatch")
+        if result[k]
+    ]
     if result["harness_errors"]:
         problems.append(f"harness errors: {result['harness_errors']}")
     if result["node_exceptions"] and os.environ.get("CHAOS_STRICT"):

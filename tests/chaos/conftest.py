@@ -21,7 +21,7 @@ from nodes import ClusterOfNodes
 
 NODE_CONFIG = {
     "cluster-node-timeout": "1500",
-    "appendonly": "yes",          # a SIGKILL must not lose what a reply confirmed
+    "appendonly": "yes",  # a SIGKILL must not lose what a reply confirmed
     "appendfsync": "everysec",
 }
 
@@ -29,8 +29,7 @@ NODE_CONFIG = {
 @pytest.fixture(scope="session")
 def chaos_artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     configured = os.environ.get("CHAOS_ARTIFACTS")
-    path = Path(configured) if configured else \
-        tmp_path_factory.getbasetemp() / "chaos-artifacts"
+    path = Path(configured) if configured else tmp_path_factory.getbasetemp() / "chaos-artifacts"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -44,8 +43,10 @@ def chaos_cluster(tmp_path: Path) -> Iterator:
         cfg = {**NODE_CONFIG, **(config or {})}
         # Own group IDs (for the partitioner's owner match) need root to set.
         base = gid_base() if hasattr(os, "geteuid") and os.geteuid() == 0 else None
-        nodes = [ChaosNode(tmp_path / f"node{i}", config=cfg,
-                           gid=None if base is None else base + i) for i in range(n)]
+        nodes = [
+            ChaosNode(tmp_path / f"node{i}", config=cfg, gid=None if base is None else base + i)
+            for i in range(n)
+        ]
         cluster = ClusterOfNodes(nodes)  # type: ignore[arg-type]
         clusters.append(cluster)
         for node in nodes:
@@ -60,7 +61,7 @@ def chaos_cluster(tmp_path: Path) -> Iterator:
     for cluster in clusters:
         for node in cluster:
             if node.is_running():
-                node.resume()          # a SIGSTOPped node ignores SIGTERM
+                node.resume()  # a SIGSTOPped node ignores SIGTERM
                 node.terminate()
 
 
@@ -74,4 +75,3 @@ def partitioner() -> Iterator[Partitioner]:
         yield p
     finally:
         p.uninstall()
-

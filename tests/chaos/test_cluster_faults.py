@@ -41,23 +41,29 @@ def test_nodes_bound_to_their_own_loopback_address_form_a_mesh(tmp_path: Path) -
     ips = [f"127.0.0.{i + 2}" for i in range(3)]
     if not all(loopback_alias_usable(ip) for ip in ips):
         pytest.skip("127.0.0.x addresses other than 127.0.0.1 cannot be bound here")
-    nodes = [ChaosNode(tmp_path / f"n{i}", config={"cluster-node-timeout": "1500",
-                                                   "bind": ip}) for i, ip in enumerate(ips)]
+    nodes = [
+        ChaosNode(tmp_path / f"n{i}", config={"cluster-node-timeout": "1500", "bind": ip})
+        for i, ip in enumerate(ips)
+    ]
     try:
         for n in nodes:
             n.start(wait=False)
         for n, ip in zip(nodes, ips, strict=True):
-            wait_for(lambda n=n, ip=ip: redis.Redis(host=ip, port=n.port,
-                                                    socket_timeout=1).ping(), 30,
-                     message=f"node on {ip}")
+            wait_for(
+                lambda n=n, ip=ip: redis.Redis(host=ip, port=n.port, socket_timeout=1).ping(),
+                30,
+                message=f"node on {ip}",
+            )
         for i in range(len(nodes) - 1):
             with redis.Redis(host=ips[i], port=nodes[i].port, protocol=2) as c:
-                assert c.execute_command("CLUSTER", "MEET", ips[i + 1],
-                                         nodes[i + 1].port) == b"OK"
+                assert c.execute_command("CLUSTER", "MEET", ips[i + 1], nodes[i + 1].port) == b"OK"
 
         def meshed() -> bool:
-            return all(cluster_info(ip, n.port)["cluster_reachable_nodes"] == "2"
-                       for n, ip in zip(nodes, ips, strict=True))
+            return all(
+                cluster_info(ip, n.port)["cluster_reachable_nodes"] == "2"
+                for n, ip in zip(nodes, ips, strict=True)
+            )
+
         wait_for(meshed, 12, interval=0.2, message="a full mesh of nodes on 127.0.0.2-4")
         for n, ip in zip(nodes, ips, strict=True):
             with redis.Redis(host=ip, port=n.port, protocol=2) as c:
@@ -76,8 +82,12 @@ def test_partition_heals_within_a_few_node_timeouts(tmp_path: Path) -> None:
     reason = partitioner.unavailable_reason()
     if reason:
         pytest.skip(f"needs partitions: {reason}")
-    nodes = [ChaosNode(tmp_path / f"n{i}", config={"cluster-node-timeout": "1500"},
-                       gid=gid_base() + 8 + i) for i in range(3)]
+    nodes = [
+        ChaosNode(
+            tmp_path / f"n{i}", config={"cluster-node-timeout": "1500"}, gid=gid_base() + 8 + i
+        )
+        for i in range(3)
+    ]
     cluster = ClusterOfNodes(nodes)  # type: ignore[arg-type]
     try:
         for n in nodes:
@@ -86,8 +96,11 @@ def test_partition_heals_within_a_few_node_timeouts(tmp_path: Path) -> None:
         cluster.wait_full_mesh()
         partitioner.partition([[nodes[0]], nodes[1:]])
         cut = time.monotonic()
-        wait_for(lambda: "fail" in cluster.flags_of(nodes[1], nodes[0]), 20,
-                 message="node1 to mark node0 as failing")
+        wait_for(
+            lambda: "fail" in cluster.flags_of(nodes[1], nodes[0]),
+            20,
+            message="node1 to mark node0 as failing",
+        )
         # 20 s: long enough for TCP to back off several times on the dropped links
         # (retransmissions at about 0.2 0.6 1.4 3 6.2 12.6 25.4 s).
         time.sleep(max(0.0, 20 - (time.monotonic() - cut)))

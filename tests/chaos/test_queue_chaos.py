@@ -34,8 +34,9 @@ def settings(seconds: float, kinds: tuple[str, ...]) -> Settings:
     return s
 
 
-def run_chaos(name: str, cluster, s: Settings, artifacts: Path,
-              partitioner: Partitioner | None = None) -> dict:
+def run_chaos(
+    name: str, cluster, s: Settings, artifacts: Path, partitioner: Partitioner | None = None
+) -> dict:
     chaos = QueueChaos(cluster, s, partitioner)
     t0 = time.monotonic()
     try:
@@ -52,25 +53,32 @@ def run_chaos(name: str, cluster, s: Settings, artifacts: Path,
     problems = failures(result)
     if problems:
         dest = save_logs(cluster, artifacts / f"{name}-{os.getpid()}-logs")
-        pytest.fail(f"{name}: {', '.join(problems)}; seed {result['seed']}; summary in "
-                    f"{artifacts / (name + '-summary.txt')}; node logs in {dest}\n{summary}",
-                    pytrace=False)
+        pytest.fail(
+            f"{name}: {', '.join(problems)}; seed {result['seed']}; summary in "
+            f"{artifacts / (name + '-summary.txt')}; node logs in {dest}\n{summary}",
+            pytrace=False,
+        )
     return result
 
 
 @pytest.mark.timeout(SHORT_SECONDS + 240)
 def test_no_lost_jobs_under_kills_and_pauses(chaos_cluster, chaos_artifacts: Path) -> None:
     cluster = chaos_cluster(5)
-    run_chaos("kill-pause", cluster, settings(SHORT_SECONDS, ("kill", "pause")),
-              chaos_artifacts)
+    run_chaos("kill-pause", cluster, settings(SHORT_SECONDS, ("kill", "pause")), chaos_artifacts)
 
 
 @pytest.mark.timeout(SHORT_SECONDS + 240)
-def test_no_lost_jobs_under_partitions(partitioner: Partitioner, chaos_cluster,
-                                       chaos_artifacts: Path) -> None:
+def test_no_lost_jobs_under_partitions(
+    partitioner: Partitioner, chaos_cluster, chaos_artifacts: Path
+) -> None:
     cluster = chaos_cluster(5)
-    run_chaos("partition", cluster, settings(SHORT_SECONDS, ("partition", "partition", "kill")),
-              chaos_artifacts, partitioner)
+    run_chaos(
+        "partition",
+        cluster,
+        settings(SHORT_SECONDS, ("partition", "partition", "kill")),
+        chaos_artifacts,
+        partitioner,
+    )
 
 
 @pytest.mark.slow
@@ -84,7 +92,12 @@ def test_no_lost_jobs_long_mixed_faults(chaos_cluster, chaos_artifacts: Path) ->
         print(f"\nlong chaos run without partitions: {reason}")
     cluster = chaos_cluster(5)
     try:
-        run_chaos("long-mixed", cluster, settings(LONG_SECONDS, kinds), chaos_artifacts,
-                  None if reason else p)
+        run_chaos(
+            "long-mixed",
+            cluster,
+            settings(LONG_SECONDS, kinds),
+            chaos_artifacts,
+            None if reason else p,
+        )
     finally:
         p.uninstall()

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 
-_TOKEN = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z@])|\x1b[()][A-Za-z0-9]|\x1b[=>78]|"
-                    r"\x1b\][^\x07]*\x07|([\r\n\b\x07])|([^\x1b\r\n\b\x07]+)")
+_TOKEN = re.compile(
+    r"\x1b\[([0-9;?]*)([A-Za-z@])|\x1b[()][A-Za-z0-9]|\x1b[=>78]|"
+    r"\x1b\][^\x07]*\x07|([\r\n\b\x07])|([^\x1b\r\n\b\x07]+)"
+)
 
 
 class Screen:
@@ -82,14 +84,14 @@ class Screen:
             mode = numbers[0] if numbers else 0
             line = self._line()
             if mode == 0:
-                del line[self.col:]
+                del line[self.col :]
             elif mode == 2:
                 line.clear()
         elif final == "J":
             mode = numbers[0] if numbers else 0
             if mode == 0:
-                del self._line()[self.col:]
-                del self.lines[self.row + 1:]
+                del self._line()[self.col :]
+                del self.lines[self.row + 1 :]
             elif mode in (2, 3):
                 self.lines = [[]]
                 self.row = self.col = 0

@@ -25,14 +25,22 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     """A clean environment: own HOME and history file, no FAKETTY, no password, and
     prompt_toolkit's own settings left alone (the REPL must cope with a terminal
     that never answers cursor position requests, as pexpect's does not)."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("FAKETTY", "DISQUECLI_AUTH", "DISQUECLI_HISTFILE")
-           and not k.startswith("PROMPT_TOOLKIT_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FAKETTY", "DISQUECLI_AUTH", "DISQUECLI_HISTFILE")
+        and not k.startswith("PROMPT_TOOLKIT_")
+    }
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    env.update(PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
-               HOME=str(home), DISQUECLI_HISTFILE=str(home / "history"),
-               TERM="xterm", COLUMNS="200", LINES="50")
+    env.update(
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+        HOME=str(home),
+        DISQUECLI_HISTFILE=str(home / "history"),
+        TERM="xterm",
+        COLUMNS="200",
+        LINES="50",
+    )
     return env
 
 
@@ -43,11 +51,20 @@ Runner = Callable[..., CliResult]
 def run_cli(cli_env: dict[str, str]) -> Runner:
     """run_cli(*args, input=b"", env={}, timeout=20): `disque` with stdin/stdout as pipes."""
 
-    def run(*args: str | bytes, input: bytes | None = b"",
-            env: dict[str, str] | None = None, timeout: float = 20) -> CliResult:
-        proc = subprocess.run([sys.executable, "-m", "disque_cli", *args], input=input,
-                              capture_output=True, timeout=timeout, cwd=ROOT,
-                              env={**cli_env, **(env or {})})
+    def run(
+        *args: str | bytes,
+        input: bytes | None = b"",
+        env: dict[str, str] | None = None,
+        timeout: float = 20,
+    ) -> CliResult:
+        proc = subprocess.run(
+            [sys.executable, "-m", "disque_cli", *args],
+            input=input,
+            capture_output=True,
+            timeout=timeout,
+            cwd=ROOT,
+            env={**cli_env, **(env or {})},
+        )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return run
@@ -68,12 +85,18 @@ def spawn(cli_env: dict[str, str]) -> Iterator[Callable[..., pexpect.spawn]]:
     """spawn(*args): `disque` on a pseudo-terminal (a real tty for stdin and stdout)."""
     children: list[pexpect.spawn] = []
 
-    def start(*args: str, env: dict[str, str] | None = None,
-              timeout: float = 10) -> pexpect.spawn:
-        child = pexpect.spawn(sys.executable, ["-m", "disque_cli", *args], cwd=str(ROOT),
-                              env={**cli_env, **(env or {})}, encoding="utf-8",
-                              codec_errors="replace", timeout=timeout, dimensions=(50, 200),
-                              preexec_fn=default_sigint)
+    def start(*args: str, env: dict[str, str] | None = None, timeout: float = 10) -> pexpect.spawn:
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "disque_cli", *args],
+            cwd=str(ROOT),
+            env={**cli_env, **(env or {})},
+            encoding="utf-8",
+            codec_errors="replace",
+            timeout=timeout,
+            dimensions=(50, 200),
+            preexec_fn=default_sigint,
+        )
         children.append(child)
         return child
 
@@ -83,6 +106,7 @@ def spawn(cli_env: dict[str, str]) -> Iterator[Callable[..., pexpect.spawn]]:
 
 
 # ---- redis-cli and redis-server, for byte-for-byte comparisons -----------------------
+
 
 @pytest.fixture(scope="session")
 def redis_cli() -> str:
@@ -100,8 +124,10 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         pytest.skip("redis-server is not installed")
     port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", "no",
-                             "--dir", str(workdir)], stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+    )
 
     def accepting() -> bool:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()

@@ -57,9 +57,10 @@ def read_reply_bytes(sock: socket.socket, args: list[str]) -> bytes:
 def main() -> None:
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        server = subprocess.Popen(["redis-server", "--port", str(port), "--save", "",
-                                   "--appendonly", "no", "--dir", tmp],
-                                  stdout=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", tmp],
+            stdout=subprocess.DEVNULL,
+        )
         try:
             for _ in range(100):
                 try:
@@ -67,20 +68,26 @@ def main() -> None:
                     break
                 except OSError:
                     time.sleep(0.05)
-            version = subprocess.run(["redis-cli", "--version"], capture_output=True,
-                                     text=True).stdout.strip()
+            version = subprocess.run(
+                ["redis-cli", "--version"], capture_output=True, text=True
+            ).stdout.strip()
             cases = {}
             for name, args in CASES.items():
                 with socket.create_connection(("127.0.0.1", port)) as sock:
                     resp = read_reply_bytes(sock, args)
                 outputs = {}
                 for mode, flags in MODES.items():
-                    result = subprocess.run(["redis-cli", "-p", str(port), *flags, *args],
-                                            capture_output=True,
-                                            env=dict(os.environ, REDISCLI_HISTFILE="/dev/null"))
+                    result = subprocess.run(
+                        ["redis-cli", "-p", str(port), *flags, *args],
+                        capture_output=True,
+                        env=dict(os.environ, REDISCLI_HISTFILE="/dev/null"),
+                    )
                     outputs[mode] = base64.b64encode(result.stdout).decode()
-                cases[name] = {"args": args, "resp": base64.b64encode(resp).decode(),
-                               "outputs": outputs}
+                cases[name] = {
+                    "args": args,
+                    "resp": base64.b64encode(resp).decode(),
+                    "outputs": outputs,
+                }
         finally:
             server.terminate()
             server.wait(10)

@@ -62,9 +62,15 @@ def env() -> dict[str, str]:
 
 
 def bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "disque_cli.benchmark", *args],
-                          capture_output=True, text=True, timeout=timeout, env=env(),
-                          stdin=subprocess.DEVNULL, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "disque_cli.benchmark", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(),
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
 
 
 def bench_json(*args: str, code: int = 0, timeout: float = 60) -> dict[str, Any]:
@@ -94,6 +100,7 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
 
 # ---- counts and verification ---------------------------------------------------------
 
+
 def test_every_job_consumed_exactly_once(node: Node) -> None:
     result = bench_json("-p", str(node.port), "-n", "2000", "-c", "10")
     assert_all_consumed(result, 2000)
@@ -105,9 +112,19 @@ def test_every_job_consumed_exactly_once(node: Node) -> None:
 
 def test_json_schema(node: Node) -> None:
     result = bench_json("-p", str(node.port), "-n", "300", "-c", "4", "-d", "100", "-P", "2")
-    assert {"config", "produced", "consumed", "duration_s", "produce_rate", "consume_rate",
-            "addjob_latency_ms", "e2e_latency_ms", "errors", "lost",
-            "duplicates"} <= result.keys()
+    assert {
+        "config",
+        "produced",
+        "consumed",
+        "duration_s",
+        "produce_rate",
+        "consume_rate",
+        "addjob_latency_ms",
+        "e2e_latency_ms",
+        "errors",
+        "lost",
+        "duplicates",
+    } <= result.keys()
     assert isinstance(result["config"], dict)
     cfg = result["config"]
     assert cfg["nodes"] == [f"127.0.0.1:{node.port}"]
@@ -124,8 +141,9 @@ def test_json_schema(node: Node) -> None:
         assert all(isinstance(v, float) for v in lat.values()), lat
         assert lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99_9"] <= lat["max"]
     # The rates agree with the counts and durations.
-    assert math.isclose(result["produce_rate"],
-                        result["produced"] / result["produce_duration_s"], rel_tol=1e-3)
+    assert math.isclose(
+        result["produce_rate"], result["produced"] / result["produce_duration_s"], rel_tol=1e-3
+    )
     assert result["duration_s"] >= result["consume_duration_s"] > 0
 
 
@@ -143,8 +161,9 @@ def test_text_summary_and_plain_progress(node: Node) -> None:
 
 
 def test_multiple_processes(node: Node) -> None:
-    result = bench_json("-p", str(node.port), "-n", "3001", "-c", "8", "--processes", "3",
-                        "-P", "4")
+    result = bench_json(
+        "-p", str(node.port), "-n", "3001", "-c", "8", "--processes", "3", "-P", "4"
+    )
     assert_all_consumed(result, 3001)
     assert result["config"]["processes"] == 3
     assert result["e2e_latency_ms"]["max"] is not None
@@ -162,9 +181,20 @@ def test_foreign_jobs_are_told_apart(node: Node) -> None:
 
 def test_lost_jobs_are_reported(node: Node) -> None:
     queue = f"paused-{random.randrange(1 << 30)}"
-    node.call("PAUSE", queue, "out")   # consumers never get a job
-    result = bench_json("-p", str(node.port), "-n", "50", "-c", "4", "--queue", queue,
-                        "--drain-timeout", "0.5", code=1)
+    node.call("PAUSE", queue, "out")  # consumers never get a job
+    result = bench_json(
+        "-p",
+        str(node.port),
+        "-n",
+        "50",
+        "-c",
+        "4",
+        "--queue",
+        queue,
+        "--drain-timeout",
+        "0.5",
+        code=1,
+    )
     assert result["produced"] == 50
     assert result["consumed"] == 0
     assert result["lost"] == 50
@@ -174,8 +204,20 @@ def test_lost_jobs_are_reported(node: Node) -> None:
 
 def test_produce_only(node: Node) -> None:
     queue = f"fill-{random.randrange(1 << 30)}"
-    result = bench_json("-p", str(node.port), "-n", "400", "--producers", "3",
-                        "--consumers", "0", "--queue", queue, "-P", "8")
+    result = bench_json(
+        "-p",
+        str(node.port),
+        "-n",
+        "400",
+        "--producers",
+        "3",
+        "--consumers",
+        "0",
+        "--queue",
+        queue,
+        "-P",
+        "8",
+    )
     assert result["produced"] == 400
     assert result["consumed"] == 0
     assert result["lost"] is None
@@ -185,8 +227,20 @@ def test_produce_only(node: Node) -> None:
 
 def test_duration_rate_queues_and_idle(node: Node) -> None:
     before = node.info()["connected_clients"]
-    result = bench_json("-p", str(node.port), "--duration", "1.5", "--rate", "200", "-c", "4",
-                        "--queues", "7", "--idle", "30")
+    result = bench_json(
+        "-p",
+        str(node.port),
+        "--duration",
+        "1.5",
+        "--rate",
+        "200",
+        "-c",
+        "4",
+        "--queues",
+        "7",
+        "--idle",
+        "30",
+    )
     assert result["config"]["jobs"] is None
     assert result["lost"] is None  # no -n: not verified by ID
     assert 200 <= result["produced"] <= 360, result["produced"]
@@ -196,16 +250,17 @@ def test_duration_rate_queues_and_idle(node: Node) -> None:
 
 
 def test_many_queues_with_count(node: Node) -> None:
-    result = bench_json("-p", str(node.port), "-n", "600", "-c", "3", "--queues", "10",
-                        "--count", "5", "-P", "3")
+    result = bench_json(
+        "-p", str(node.port), "-n", "600", "-c", "3", "--queues", "10", "--count", "5", "-P", "3"
+    )
     assert_all_consumed(result, 600)
 
 
 # ---- cluster ---------------------------------------------------------------------
 
+
 def test_replicate_3_on_a_3_node_cluster(cluster: ClusterOfNodes) -> None:
-    result = bench_json("-p", str(cluster[0].port), "-n", "600", "-c", "6",
-                        "--replicate", "3")
+    result = bench_json("-p", str(cluster[0].port), "-n", "600", "-c", "6", "--replicate", "3")
     assert_all_consumed(result, 600)
     ports = sorted(int(a.rsplit(":", 1)[1]) for a in result["config"]["nodes"])
     assert ports == sorted(n.port for n in cluster)  # found with HELLO
@@ -213,16 +268,40 @@ def test_replicate_3_on_a_3_node_cluster(cluster: ClusterOfNodes) -> None:
 
 
 def test_async_replication_two_processes(cluster: ClusterOfNodes) -> None:
-    result = bench_json("-p", str(cluster[1].port), "-n", "600", "-c", "6", "--replicate",
-                        "3", "--async", "--processes", "2", "--ack", "fast")
+    result = bench_json(
+        "-p",
+        str(cluster[1].port),
+        "-n",
+        "600",
+        "-c",
+        "6",
+        "--replicate",
+        "3",
+        "--async",
+        "--processes",
+        "2",
+        "--ack",
+        "fast",
+    )
     assert_all_consumed(result, 600)
 
 
 def test_federation_producers_and_consumers_apart(cluster: ClusterOfNodes) -> None:
     a, b = cluster[0].port, cluster[2].port
-    result = bench_json("-p", str(a), "-n", "300", "-c", "4", "--replicate", "1",
-                        "--producer-node", f"127.0.0.1:{a}",
-                        "--consumer-node", f"127.0.0.1:{b}")
+    result = bench_json(
+        "-p",
+        str(a),
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "--replicate",
+        "1",
+        "--producer-node",
+        f"127.0.0.1:{a}",
+        "--consumer-node",
+        f"127.0.0.1:{b}",
+    )
     assert_all_consumed(result, 300)
     assert result["config"]["producer_nodes"] == [f"127.0.0.1:{a}"]
     assert result["config"]["consumer_nodes"] == [f"127.0.0.1:{b}"]
@@ -237,8 +316,9 @@ def test_replicate_more_than_nodes_is_an_error(node: Node) -> None:
 
 
 def test_bad_addjob_options_stop_the_run(node: Node) -> None:
-    proc = bench("-p", str(node.port), "-n", "20", "-c", "2", "--replicate", "2",
-                 "--retry", "0", "-q")
+    proc = bench(
+        "-p", str(node.port), "-n", "20", "-c", "2", "--replicate", "2", "--retry", "0", "-q"
+    )
     assert proc.returncode == 1
     assert "ADDJOB failed" in one_line_error(proc)
 
@@ -256,20 +336,24 @@ def test_password_and_explicit_node(start_node) -> None:
 
 # ---- command line ------------------------------------------------------------------
 
-@pytest.mark.parametrize(("args", "code", "words"), [
-    (["-c", "0"], 1, "-c must be at least 1"),
-    (["-n", "0"], 1, "-n must be at least 1"),
-    (["-d", "10"], 1, "-d must be at least 24"),
-    (["--processes", "0"], 1, "--processes must be at least 1"),
-    (["--processes", "9", "-c", "4"], 1, "more than the 4 connections"),
-    (["--rate", "-5"], 1, "--rate must be > 0"),
-    (["-p", "70000"], 1, "-p must be a port number"),
-    (["-n", "lots"], 2, "invalid int value"),
-    (["--bogus"], 2, "unrecognized arguments: --bogus"),
-    (["--ack", "slow"], 2, "invalid choice"),
-    (["--node", "nohost"], 2, "expected HOST:PORT"),
-    (["-c"], 2, "expected one argument"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (["-c", "0"], 1, "-c must be at least 1"),
+        (["-n", "0"], 1, "-n must be at least 1"),
+        (["-d", "10"], 1, "-d must be at least 24"),
+        (["--processes", "0"], 1, "--processes must be at least 1"),
+        (["--processes", "9", "-c", "4"], 1, "more than the 4 connections"),
+        (["--rate", "-5"], 1, "--rate must be > 0"),
+        (["-p", "70000"], 1, "-p must be a port number"),
+        (["-n", "lots"], 2, "invalid int value"),
+        (["--bogus"], 2, "unrecognized arguments: --bogus"),
+        (["--ack", "slow"], 2, "invalid choice"),
+        (["--node", "nohost"], 2, "expected HOST:PORT"),
+        (["-c"], 2, "expected one argument"),
+    ],
+)
 def test_bad_arguments(args: list[str], code: int, words: str) -> None:
     proc = bench(*args)
     assert proc.returncode == code
@@ -304,11 +388,17 @@ def test_help_and_version() -> None:
 
 # ---- interactive and interrupted runs --------------------------------------------------
 
+
 def test_live_display_on_a_terminal(node: Node) -> None:
-    child = pexpect.spawn(sys.executable, ["-m", "disque_cli.benchmark", "-p", str(node.port),
-                                           "-n", "3000", "-c", "4"],
-                          cwd=str(ROOT), env=env(), encoding="utf-8", timeout=30,
-                          dimensions=(40, 140))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "disque_cli.benchmark", "-p", str(node.port), "-n", "3000", "-c", "4"],
+        cwd=str(ROOT),
+        env=env(),
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 140),
+    )
     child.expect(r"produced \(ADDJOB\)")
     child.expect("lost 0, duplicates 0, errors 0")
     child.expect(pexpect.EOF)
@@ -318,11 +408,29 @@ def test_live_display_on_a_terminal(node: Node) -> None:
 
 @pytest.mark.parametrize("processes", ["1", "2"])
 def test_ctrl_c_gives_partial_results(node: Node, processes: str) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "disque_cli.benchmark", "-p", str(node.port),
-                             "--duration", "60", "-c", "4", "--processes", processes,
-                             "--json", "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
-                            cwd=ROOT, preexec_fn=default_sigint)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "disque_cli.benchmark",
+            "-p",
+            str(node.port),
+            "--duration",
+            "60",
+            "-c",
+            "4",
+            "--processes",
+            processes,
+            "--json",
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+        cwd=ROOT,
+        preexec_fn=default_sigint,
+    )
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -335,6 +443,7 @@ def test_ctrl_c_gives_partial_results(node: Node, processes: str) -> None:
 
 # ---- the histogram ---------------------------------------------------------------------
 
+
 def test_histogram_buckets_and_percentiles() -> None:
     rng = random.Random(7)
     for v in [*range(3000), *(rng.randrange(10**10) for _ in range(20000))]:
@@ -345,7 +454,7 @@ def test_histogram_buckets_and_percentiles() -> None:
     parts = [Histogram() for _ in range(3)]
     for i, v in enumerate(values):
         parts[i % 3].record(v)
-    h = Histogram.merged(parts)   # merging is what --processes does
+    h = Histogram.merged(parts)  # merging is what --processes does
     assert h.total == len(values)
     values.sort()
     for pct in (50, 90, 99, 99.9):

@@ -57,8 +57,9 @@ class Consumer(threading.Thread):
     def run(self) -> None:
         with self.node.client() as client:
             while self.acked < self.wanted and not self.stop.is_set():
-                jobs = client.execute_command("GETJOB", "TIMEOUT", 200, "COUNT", 10,
-                                              "FROM", self.queue)
+                jobs = client.execute_command(
+                    "GETJOB", "TIMEOUT", 200, "COUNT", 10, "FROM", self.queue
+                )
                 for _queue, job_id, _body in jobs or []:
                     client.execute_command("ACKJOB", job_id)
                     self.acked += 1
@@ -66,12 +67,13 @@ class Consumer(threading.Thread):
 
 # ---- create ---------------------------------------------------------------------------
 
+
 def test_create_meets_every_node_and_waits_for_the_mesh(start_cluster, run_cli) -> None:
     cluster = start_cluster(3, mesh=False)
     result = run_cli("--cluster", "create", *(addr(n) for n in cluster))
     assert result.returncode == 0, result.out + result.err
     ids = {node_id(n) for n in cluster}
-    for n in cluster:   # full mesh as soon as create returns: no waiting here
+    for n in cluster:  # full mesh as soon as create returns: no waiting here
         assert known_ids(n) == ids
         info = n.call("CLUSTER", "INFO").decode()
         assert "cluster_reachable_nodes:2" in info
@@ -89,8 +91,7 @@ def test_create_meets_every_node_and_waits_for_the_mesh(start_cluster, run_cli) 
 def test_create_stops_before_meeting_when_a_node_is_down(start_cluster, run_cli) -> None:
     cluster = start_cluster(2, mesh=False)
     dead = free_port()
-    result = run_cli("--cluster", "create", addr(cluster[0]), addr(cluster[1]),
-                     f"127.0.0.1:{dead}")
+    result = run_cli("--cluster", "create", addr(cluster[0]), addr(cluster[1]), f"127.0.0.1:{dead}")
     no_traceback(result)
     assert result.returncode == 1
     assert f"[ERR] 127.0.0.1:{dead}: cannot connect: Connection refused" in result.out
@@ -105,9 +106,11 @@ def test_cluster_usage_errors(run_cli) -> None:
         (["--cluster", "check"], "Usage: disque --cluster check host:port"),
         (["--cluster", "leave", "127.0.0.1:7711", "--bogus"], "Unrecognized option"),
         (["--cluster", "leave", "127.0.0.1:7711", "--timeout", "soon"], "Invalid number"),
-        (["--cluster", "check", "127.0.0.1:7711", "--shutdown"],
-         "Unrecognized option for --cluster check: '--shutdown' (usage: disque --cluster "
-         "check host:port [--timeout SECS])"),
+        (
+            ["--cluster", "check", "127.0.0.1:7711", "--shutdown"],
+            "Unrecognized option for --cluster check: '--shutdown' (usage: disque --cluster "
+            "check host:port [--timeout SECS])",
+        ),
         (["--cluster", "frobnicate"], "Unknown --cluster subcommand 'frobnicate'"),
     ]
     for args, message in cases:
@@ -121,6 +124,7 @@ def test_cluster_usage_errors(run_cli) -> None:
 
 
 # ---- check ----------------------------------------------------------------------------
+
 
 def test_check_a_healthy_cluster(start_cluster, run_cli) -> None:
     cluster = start_cluster(3)
@@ -139,15 +143,23 @@ def test_check_fails_when_a_node_is_killed(start_cluster, run_cli) -> None:
     cluster = start_cluster(3)
     victim_id = node_id(cluster[2])
     cluster[2].kill()
-    wait_for(lambda: cluster.flags_of(cluster[0], cluster[2]) & {"pfail", "fail"}, 10,
-             message="the others to flag the killed node")
+    wait_for(
+        lambda: cluster.flags_of(cluster[0], cluster[2]) & {"pfail", "fail"},
+        10,
+        message="the others to flag the killed node",
+    )
     result = run_cli("--cluster", "check", addr(cluster[0]))
     no_traceback(result)
     assert result.returncode == 1
-    assert (f"[ERR] {addr(cluster[2])} ({victim_id[:8]}) is unreachable: cannot connect: "
-            "Connection refused") in result.out
-    assert re.search(rf"\[ERR\] {addr(cluster[2])} \({victim_id[:8]}\) is flagged P?FAIL by "
-                     rf"{re.escape(addr(cluster[0]))}", result.out), result.out
+    assert (
+        f"[ERR] {addr(cluster[2])} ({victim_id[:8]}) is unreachable: cannot connect: "
+        "Connection refused"
+    ) in result.out
+    assert re.search(
+        rf"\[ERR\] {addr(cluster[2])} \({victim_id[:8]}\) is flagged P?FAIL by "
+        rf"{re.escape(addr(cluster[0]))}",
+        result.out,
+    ), result.out
     report = json.loads(run_cli("--json", "--cluster", "check", addr(cluster[1])).out)
     assert report["healthy"] is False
 
@@ -163,8 +175,11 @@ def test_check_fails_when_a_node_is_paused(start_cluster, run_cli) -> None:
         cluster[1].resume()
     no_traceback(result)
     assert result.returncode == 1
-    assert re.search(rf"\[ERR\] {addr(cluster[1])} \(\w{{8}}\) is unreachable: no reply "
-                     r"within 1s", result.out), result.out
+    assert re.search(
+        rf"\[ERR\] {addr(cluster[1])} \(\w{{8}}\) is unreachable: no reply "
+        r"within 1s",
+        result.out,
+    ), result.out
 
 
 def test_check_through_a_dead_seed(run_cli) -> None:
@@ -172,11 +187,11 @@ def test_check_through_a_dead_seed(run_cli) -> None:
     result = run_cli("--cluster", "check", f"127.0.0.1:{port}")
     no_traceback(result)
     assert result.returncode == 1
-    assert result.out.strip() == (f"[ERR] 127.0.0.1:{port}: cannot connect: "
-                                  "Connection refused")
+    assert result.out.strip() == (f"[ERR] 127.0.0.1:{port}: cannot connect: Connection refused")
 
 
 # ---- info and call -----------------------------------------------------------------------
+
 
 def test_info_per_node(start_cluster, run_cli) -> None:
     cluster = start_cluster(3)
@@ -186,8 +201,18 @@ def test_info_per_node(start_cluster, run_cli) -> None:
     result = run_cli("--cluster", "info", addr(cluster[2]))
     assert result.returncode == 0, result.err
     lines = result.out.splitlines()
-    assert lines[0].split() == ["id", "address", "flags", "jobs", "queues", "clients",
-                                "blocked", "memory", "ops/s", "leaving"]
+    assert lines[0].split() == [
+        "id",
+        "address",
+        "flags",
+        "jobs",
+        "queues",
+        "clients",
+        "blocked",
+        "memory",
+        "ops/s",
+        "leaving",
+    ]
     rows = table_rows(result.out)
     assert rows[addr(cluster[0])][2:5] == ["-", "4", "1"]
     assert rows[addr(cluster[1])][2:5] == ["-", "1", "1"]
@@ -206,8 +231,9 @@ def test_info_per_node(start_cluster, run_cli) -> None:
     assert by_address[addr(cluster[0])]["id"] == node_id(cluster[0])
     cluster[1].call("CLUSTER", "LEAVING", "yes")
     data = json.loads(run_cli("--json", "--cluster", "info", addr(cluster[0])).out)
-    assert [(node["leaving"], node["flags"]) for node in data
-            if node["address"] == addr(cluster[1])] == [(True, "leaving")]
+    assert [
+        (node["leaving"], node["flags"]) for node in data if node["address"] == addr(cluster[1])
+    ] == [(True, "leaving")]
 
 
 def test_info_reports_a_dead_node_and_fails(start_cluster, run_cli) -> None:
@@ -218,8 +244,10 @@ def test_info_reports_a_dead_node_and_fails(start_cluster, run_cli) -> None:
     assert result.returncode == 1
     assert set(table_rows(result.out)) == {addr(n) for n in cluster}
     errors = [line for line in result.out.splitlines() if line.startswith("[ERR]")]
-    assert errors == [f"[ERR] {addr(cluster[2])} ({known_id_prefix(cluster, 2)}): "
-                      "cannot connect: Connection refused"]
+    assert errors == [
+        f"[ERR] {addr(cluster[2])} ({known_id_prefix(cluster, 2)}): "
+        "cannot connect: Connection refused"
+    ]
 
 
 def replaced_node(start_cluster, workdir: Path):
@@ -228,20 +256,31 @@ def replaced_node(start_cluster, workdir: Path):
     cluster = start_cluster(3)
     old_id = node_id(cluster[2])
     cluster[2].kill()
-    wait_for(lambda: "fail" in cluster.flags_of(cluster[0], cluster[2]), 15,
-             message="the killed node to be seen FAIL")
+    wait_for(
+        lambda: "fail" in cluster.flags_of(cluster[0], cluster[2]),
+        15,
+        message="the killed node to be seen FAIL",
+    )
     fresh = cluster[2].replaced(workdir)
     cluster[0].call("CLUSTER", "MEET", "127.0.0.1", str(fresh.port))
     new_id = node_id(fresh)
     for observer in cluster[:2]:
-        wait_for(lambda o=observer: new_id in known_ids(o) and not any(
-            "handshake" in line for line in o.call("CLUSTER", "NODES").decode().splitlines()),
-            15, message="the new node to be known")
+        wait_for(
+            lambda o=observer: (
+                new_id in known_ids(o)
+                and not any(
+                    "handshake" in line for line in o.call("CLUSTER", "NODES").decode().splitlines()
+                )
+            ),
+            15,
+            message="the new node to be known",
+        )
     return cluster, old_id, fresh
 
 
-def test_check_and_info_tell_a_replaced_node_from_its_successor(start_cluster, run_cli,
-                                                                tmp_path) -> None:
+def test_check_and_info_tell_a_replaced_node_from_its_successor(
+    start_cluster, run_cli, tmp_path
+) -> None:
     cluster, old_id, fresh = replaced_node(start_cluster, tmp_path / "fresh")
     try:
         new_id = node_id(fresh)
@@ -250,8 +289,11 @@ def test_check_and_info_tell_a_replaced_node_from_its_successor(start_cluster, r
         as_json = json.loads(run_cli("--json", "--cluster", "info", addr(cluster[0])).out)
         # What check suggests makes the cluster whole again.
         run_cli("--cluster", "call", addr(cluster[0]), "cluster", "forget", old_id)
-        wait_for(lambda: run_cli("--cluster", "check", addr(cluster[0])).returncode == 0, 15,
-                 message="check to pass once the old ID is forgotten")
+        wait_for(
+            lambda: run_cli("--cluster", "check", addr(cluster[0])).returncode == 0,
+            15,
+            message="check to pass once the old ID is forgotten",
+        )
     finally:
         fresh.terminate()
     for result in (check, info):
@@ -260,21 +302,30 @@ def test_check_and_info_tell_a_replaced_node_from_its_successor(start_cluster, r
     # One row per node ID: the old one down (its address answers as another node),
     # the new one up; never a duplicate, never "all reachable".
     lines = check.out.splitlines()
-    row_ids = [line.split()[0] for line in lines
-               if re.match(r"[0-9a-f]{8} ", line) and line.split()[1] == addr(fresh)]
+    row_ids = [
+        line.split()[0]
+        for line in lines
+        if re.match(r"[0-9a-f]{8} ", line) and line.split()[1] == addr(fresh)
+    ]
     assert sorted(row_ids) == sorted([old_id[:8], new_id[:8]]), check.out
     assert "All 4 nodes are reachable" not in check.out
     assert not any(line.startswith("[OK] All") and "reachable" in line for line in lines)
-    assert (f"[ERR] {addr(fresh)} ({old_id[:8]}) is unreachable: {addr(fresh)} now answers "
-            f"as node {new_id[:8]} (replaced?)") in lines, check.out
+    assert (
+        f"[ERR] {addr(fresh)} ({old_id[:8]}) is unreachable: {addr(fresh)} now answers "
+        f"as node {new_id[:8]} (replaced?)"
+    ) in lines, check.out
     assert f"[ERR] {addr(fresh)} ({old_id[:8]}) is flagged FAIL by " in check.out
-    assert re.search(rf"^\[ERR\] {addr(fresh)} is held by 2 node IDs \(\w{{8}}, \w{{8}}\): forget "
-                     rf"the one that is gone with `disque --cluster call {addr(cluster[0])} "
-                     rf"cluster forget {old_id}`$", check.out, re.M), check.out
-    rows = [line.split() for line in info.out.splitlines()
-            if re.match(r"[0-9a-f]{8} ", line)]
+    assert re.search(
+        rf"^\[ERR\] {addr(fresh)} is held by 2 node IDs \(\w{{8}}, \w{{8}}\): forget "
+        rf"the one that is gone with `disque --cluster call {addr(cluster[0])} "
+        rf"cluster forget {old_id}`$",
+        check.out,
+        re.M,
+    ), check.out
+    rows = [line.split() for line in info.out.splitlines() if re.match(r"[0-9a-f]{8} ", line)]
     assert sorted(row[0] for row in rows if row[1] == addr(fresh)) == sorted(
-        [old_id[:8], new_id[:8]]), info.out
+        [old_id[:8], new_id[:8]]
+    ), info.out
     header = info.out.splitlines()[0].split()
     assert "flags" in header, info.out
     flags = {row[0]: row[header.index("flags")] for row in rows}
@@ -314,17 +365,27 @@ def test_call_runs_a_command_on_every_node(start_cluster, run_cli) -> None:
     no_traceback(result)
     assert result.returncode == 1
     assert f"{addr(cluster[0])}: ERR wrong number of arguments" in result.out
-    assert re.search(rf"^\[ERR\] {addr(cluster[1])} \(\w{{8}}\): cannot connect: Connection "
-                     "refused$", result.out, re.M), result.out
+    assert re.search(
+        rf"^\[ERR\] {addr(cluster[1])} \(\w{{8}}\): cannot connect: Connection "
+        "refused$",
+        result.out,
+        re.M,
+    ), result.out
 
 
 # ---- leave ----------------------------------------------------------------------------
 
+
 def leave_process(cli_env, node, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "disque_cli", "--cluster", "leave", addr(node), *extra],
-        cwd=ROOT, env=cli_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        cwd=ROOT,
+        env=cli_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def is_leaving(node) -> bool:
@@ -404,8 +465,11 @@ def test_leave_reports_an_unreachable_member_and_shuts_down(start_cluster, run_c
     assert re.search(rf"^\[ERR\] {addr(dead)} \(\w{{8}}\): cannot connect", result.out, re.M)
     assert f"[OK] {addr(leaving)} shut down." in result.out
     wait_for(lambda: not leaving.is_running(), 10, message="the node to exit")
-    summary = {line.split()[0]: line.split(None, 3)[1:] for line in result.out.splitlines()
-               if line.startswith("127.0.0.1:")}   # address, id, role, result
+    summary = {
+        line.split()[0]: line.split(None, 3)[1:]
+        for line in result.out.splitlines()
+        if line.startswith("127.0.0.1:")
+    }  # address, id, role, result
     assert summary[addr(leaving)][1:] == ["leaving", "leaving; no job left; shut down"]
     assert summary[addr(cluster[1])][1:] == ["other", "forgot it"]
     assert summary[addr(dead)][1] == "other"
@@ -450,12 +514,14 @@ def test_leave_without_a_terminal_refuses_unless_yes(start_cluster, cli_env) -> 
     cluster = start_cluster(2)
     leaving = cluster[1]
     leaving.call("ADDJOB", "kept", "job", 0, "REPLICATE", 1)
-    proc = leave_process(cli_env, leaving)   # stdin: /dev/null, as from cron or ssh
+    proc = leave_process(cli_env, leaving)  # stdin: /dev/null, as from cron or ssh
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 1, out + err
     assert "Traceback" not in err
-    assert ("[ERR] Standard input is not a terminal, so nobody can confirm: nothing was "
-            "changed. Give --yes to remove the node without asking.") in out
+    assert (
+        "[ERR] Standard input is not a terminal, so nobody can confirm: nothing was "
+        "changed. Give --yes to remove the node without asking."
+    ) in out
     assert not is_leaving(leaving)
     assert node_id(leaving) in known_ids(cluster[0])
     assert leaving.info()["registered_jobs"] == 1
@@ -493,8 +559,7 @@ def test_password_applies_to_every_node(start_cluster, run_cli) -> None:
     assert missing.returncode == 1 and "NOAUTH" in missing.out
 
 
-def test_leave_without_consumers_explains_and_stops_at_the_timeout(start_cluster,
-                                                                     run_cli) -> None:
+def test_leave_without_consumers_explains_and_stops_at_the_timeout(start_cluster, run_cli) -> None:
     cluster = start_cluster(2)
     leaving = cluster[1]
     for i in range(3):
@@ -502,8 +567,10 @@ def test_leave_without_consumers_explains_and_stops_at_the_timeout(start_cluster
     result = run_cli("--cluster", "leave", addr(leaving), "--yes", "--timeout", "6")
     no_traceback(result)
     assert result.returncode == 1
-    assert (f"No job has left {addr(leaving)} for 5s. Jobs leave a leaving node only when "
-            "consumers connected to other nodes ask for them") in result.out
+    assert (
+        f"No job has left {addr(leaving)} for 5s. Jobs leave a leaving node only when "
+        "consumers connected to other nodes ask for them"
+    ) in result.out
     assert "Queued here: idle-queue (3)." in result.out
     assert f"[ERR] 3 jobs still on {addr(leaving)} after 6s." in result.out
     # Not forgotten, still leaving, jobs still there: ready for another run.

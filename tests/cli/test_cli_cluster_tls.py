@@ -39,7 +39,8 @@ def test_check_info_call_on_a_tls_node(start_tls_node, certs, run_cli) -> None:
     info = run_cli(*tls_args(certs), "--json", "--cluster", "info", address)
     assert info.returncode == 0, info.err
     assert [(row["address"], row["id"], row["jobs"]) for row in json.loads(info.out)] == [
-        (address, my_id, 1)]
+        (address, my_id, 1)
+    ]
 
     call = run_cli(*tls_args(certs), "--cluster", "call", address, "qlen", "q")
     assert call.returncode == 0, call.err
@@ -54,43 +55,67 @@ def test_tls_mistakes_are_one_line(start_tls_node, certs, run_cli) -> None:
     tls_address, plain_address = f"127.0.0.1:{tls_port}", f"127.0.0.1:{node.port}"
     untrusted = run_cli("--tls", "--cluster", "check", tls_address)
     assert one_error_line(untrusted, tls_address).startswith(
-        "cannot connect: TLS handshake failed: certificate verify failed")
+        "cannot connect: TLS handshake failed: certificate verify failed"
+    )
     plain_port = run_cli(*tls_args(certs), "--cluster", "info", plain_address)
     assert one_error_line(plain_port, plain_address) == (
-        "cannot connect: TLS handshake failed: wrong version number "
-        "(is it the node's tls-port?)")
+        "cannot connect: TLS handshake failed: wrong version number (is it the node's tls-port?)"
+    )
     no_tls = run_cli("--cluster", "call", tls_address, "ping")
     assert one_error_line(no_tls, tls_address) == (
-        "the node closed the connection (is it a TLS port? see --tls)")
+        "the node closed the connection (is it a TLS port? see --tls)"
+    )
     missing = run_cli("--cacert", "/nonexistent/ca.crt", "--cluster", "check", tls_address)
     assert missing.returncode == 1 and missing.out == ""
-    assert missing.err == ("Could not create an SSL context: CA certificate "
-                           "/nonexistent/ca.crt: No such file or directory\n")
+    assert missing.err == (
+        "Could not create an SSL context: CA certificate "
+        "/nonexistent/ca.crt: No such file or directory\n"
+    )
 
 
 def test_tls_with_a_password_and_client_certificates(start_tls_node, certs, run_cli) -> None:
     _node, tls_port = start_tls_node(auth_clients="yes", config={"requirepass": "s3cret"})
     address = f"127.0.0.1:{tls_port}"
     client_cert = ["--cert", certs["cert"], "--key", certs["key"]]
-    ok = run_cli("-a", "s3cret", "--no-auth-warning", *tls_args(certs), *client_cert,
-                 "--cluster", "check", address)
+    ok = run_cli(
+        "-a",
+        "s3cret",
+        "--no-auth-warning",
+        *tls_args(certs),
+        *client_cert,
+        "--cluster",
+        "check",
+        address,
+    )
     assert ok.returncode == 0, ok.out + ok.err
-    wrong = run_cli("-a", "nope", "--no-auth-warning", *tls_args(certs), *client_cert,
-                    "--cluster", "info", address)
+    wrong = run_cli(
+        "-a",
+        "nope",
+        "--no-auth-warning",
+        *tls_args(certs),
+        *client_cert,
+        "--cluster",
+        "info",
+        address,
+    )
     assert one_error_line(wrong, address).startswith("AUTH failed: ERR")
-    no_cert = run_cli("-a", "s3cret", "--no-auth-warning", *tls_args(certs),
-                      "--cluster", "check", address)
+    no_cert = run_cli(
+        "-a", "s3cret", "--no-auth-warning", *tls_args(certs), "--cluster", "check", address
+    )
     assert one_error_line(no_cert, address) == (
         "the node closed the connection (does the node require a client certificate? "
-        "see --cert and --key)")
+        "see --cert and --key)"
+    )
 
 
 def test_a_tls_cluster_is_created_checked_and_left(start_node, certs, run_cli) -> None:
     """Every address given is a tls-port; the other nodes are found at the tls-ports
     HELLO lists over TLS, and CLUSTER MEET gets the nodes' client ports."""
     ports = [free_port() for _ in range(3)]
-    nodes = [start_node(config={**tls_config(certs, port), "cluster-node-timeout": "1500"})
-             for port in ports]
+    nodes = [
+        start_node(config={**tls_config(certs, port), "cluster-node-timeout": "1500"})
+        for port in ports
+    ]
     addresses = [f"127.0.0.1:{port}" for port in ports]
     create = run_cli(*tls_args(certs), "--cluster", "create", *addresses)
     assert create.returncode == 0, create.out + create.err

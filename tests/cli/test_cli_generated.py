@@ -18,16 +18,22 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def test_committed_files_are_up_to_date() -> None:
-    assert generate(ROOT, check=True) == [], (
-        "run `python -m docgen` and commit the result")
+    assert generate(ROOT, check=True) == [], "run `python -m docgen` and commit the result"
 
 
 def bash_complete(*words: str) -> list[str]:
-    script = (f"source {ROOT / 'completions/disque.bash'}\n"
-              "COMP_WORDS=(\"$@\"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n"
-              "_disque; printf '%s\\n' \"${COMPREPLY[@]}\"\n")
-    result = subprocess.run(["bash", "-c", script, "bash", *words], capture_output=True,
-                            text=True, timeout=10, check=True)
+    script = (
+        f"source {ROOT / 'completions/disque.bash'}\n"
+        'COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))\n'
+        "_disque; printf '%s\\n' \"${COMPREPLY[@]}\"\n"
+    )
+    result = subprocess.run(
+        ["bash", "-c", script, "bash", *words],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
     return result.stdout.split()
 
 
@@ -36,12 +42,22 @@ def test_bash_completion() -> None:
     assert bash_complete("disque", "-p", "7711", "ADD") == ["ADDJOB"]
     assert bash_complete("disque", "--ra") == ["--raw"]
     assert bash_complete("disque", "-h", "127.0.0.1", "GETJOB", "") == [
-        "NOHANG", "TIMEOUT", "COUNT", "WITHCOUNTERS", "FROM"]
+        "NOHANG",
+        "TIMEOUT",
+        "COUNT",
+        "WITHCOUNTERS",
+        "FROM",
+    ]
     assert bash_complete("disque", "getjob", "") == [
-        "nohang", "timeout", "count", "withcounters", "from"]
+        "nohang",
+        "timeout",
+        "count",
+        "withcounters",
+        "from",
+    ]
     assert bash_complete("disque", "config", "") == ["get", "set", "rewrite", "resetstat"]
     assert bash_complete("disque", "config", "get", "maxmemory-p") == ["maxmemory-policy"]
-    assert bash_complete("disque", "SHUTDOWN", "") == ["REWRITE-AOF"]   # Disque's only option
+    assert bash_complete("disque", "SHUTDOWN", "") == ["REWRITE-AOF"]  # Disque's only option
     assert bash_complete("disque", "-p", "") == []
 
 
@@ -53,21 +69,29 @@ def test_bash_completes_the_cluster_manager() -> None:
     assert bash_complete("disque", "--cluster", "") == VERBS
     assert bash_complete("disque", "-p", "7711", "--cluster", "LE") == ["leave"]
     assert bash_complete("disque", "--cluster", "leave", "127.0.0.1:7711", "--") == [
-        "--yes", "--shutdown", "--timeout", *OUTPUTS]
+        "--yes",
+        "--shutdown",
+        "--timeout",
+        *OUTPUTS,
+    ]
     assert bash_complete("disque", "--cluster", "leave", "10.0.0.3:7711", "--s") == ["--shutdown"]
     assert bash_complete("disque", "--cluster", "create", "a:1", "b:2", "--") == [
-        "--timeout", *OUTPUTS]
-    assert bash_complete("disque", "--cluster", "check", "127.0.0.1:7711", "--timeout",
-                         "") == []
+        "--timeout",
+        *OUTPUTS,
+    ]
+    assert bash_complete("disque", "--cluster", "check", "127.0.0.1:7711", "--timeout", "") == []
     # Addresses, not commands, after the other verbs.
     assert bash_complete("disque", "--cluster", "check", "") == []
     assert bash_complete("disque", "--cluster", "info", "127.0.0.1:7711", "q") == []
     # call: a command after the seed address, which bash may split at ':'.
     assert bash_complete("disque", "--cluster", "call", "127.0.0.1:7711", "ql") == ["qlen"]
-    assert bash_complete("disque", "--cluster", "call", "127.0.0.1", ":", "7711", "ql") == [
-        "qlen"]
+    assert bash_complete("disque", "--cluster", "call", "127.0.0.1", ":", "7711", "ql") == ["qlen"]
     assert bash_complete("disque", "--cluster", "call", "127.0.0.1:7711", "config", "") == [
-        "get", "set", "rewrite", "resetstat"]
+        "get",
+        "set",
+        "rewrite",
+        "resetstat",
+    ]
     assert bash_complete("disque", "-p", "7711", "--cluster", "call", "ql") == ["qlen"]
 
 
@@ -75,6 +99,7 @@ def test_completion_tables_match_the_parser() -> None:
     """What the scripts offer after a verb is what the verb accepts."""
     from disque_cli.admin import VERB_RUNNERS
     from disque_cli.cluster import TRAILING_MODES, trailing_options
+
     assert [verb.name for verb in CLUSTER_VERBS] == list(VERB_RUNNERS) == VERBS[:-1]
     assert list(TRAILING_MODES) == OUTPUTS
     for verb in CLUSTER_VERBS:
@@ -83,8 +108,9 @@ def test_completion_tables_match_the_parser() -> None:
 
 def fish_complete(line: str) -> str:
     script = f"source {ROOT / 'completions/disque.fish'}; complete -C '{line}'"
-    return subprocess.run(["fish", "-c", script], capture_output=True, text=True,
-                          timeout=10, check=True).stdout
+    return subprocess.run(
+        ["fish", "-c", script], capture_output=True, text=True, timeout=10, check=True
+    ).stdout
 
 
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
@@ -93,13 +119,16 @@ def test_fish_completes_the_cluster_manager() -> None:
     assert sorted(line.split("\t")[0] for line in verbs.splitlines()) == sorted(VERBS)
     assert "leave\tRemove a node without losing jobs" in verbs
     assert fish_complete("disque --cluster leave 127.0.0.1:7711 --y") == (
-        "--yes\tDo not ask for confirmation\n")
+        "--yes\tDo not ask for confirmation\n"
+    )
     assert fish_complete("disque --cluster create a:1 b:2 --ti").startswith(
-        "--timeout\tSeconds to wait for the full mesh")
+        "--timeout\tSeconds to wait for the full mesh"
+    )
     assert fish_complete("disque --cluster check ") == ""
     assert fish_complete("disque --cluster call 127.0.0.1:7711 ql").startswith("qlen\t")
-    assert "meet\tJoin the cluster" in fish_complete("disque --cluster call 127.0.0.1:7711 "
-                                                      "cluster ")
+    assert "meet\tJoin the cluster" in fish_complete(
+        "disque --cluster call 127.0.0.1:7711 cluster "
+    )
 
 
 def zsh_listing(child: pexpect.spawn, line: str, *expected: str) -> None:
@@ -107,23 +136,38 @@ def zsh_listing(child: pexpect.spawn, line: str, *expected: str) -> None:
     child.send(line + "\t")
     for text in expected:
         child.expect_exact(text)
-    child.send("\x15")    # ctrl-u: kill the line
+    child.send("\x15")  # ctrl-u: kill the line
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
 def test_zsh_completes_the_cluster_manager(tmp_path: Path) -> None:
-    child = pexpect.spawn("zsh", ["-f", "-i"], encoding="utf-8", timeout=10, dimensions=(50, 200),
-                          env={"TERM": "dumb", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    child = pexpect.spawn(
+        "zsh",
+        ["-f", "-i"],
+        encoding="utf-8",
+        timeout=10,
+        dimensions=(50, 200),
+        env={"TERM": "dumb", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     try:
-        child.sendline(f"PS1='%% '; unset zle_bracketed_paste; fpath=({ROOT / 'completions'} "
-                       "$fpath); autoload -U compinit; compinit -u -D; "
-                       "zstyle ':completion:*' list-prompt ''; print READY")
+        child.sendline(
+            f"PS1='%% '; unset zle_bracketed_paste; fpath=({ROOT / 'completions'} "
+            "$fpath); autoload -U compinit; compinit -u -D; "
+            "zstyle ':completion:*' list-prompt ''; print READY"
+        )
         child.expect_exact("READY\r\n")
-        zsh_listing(child, "disque --cluster ", "create  -- Join nodes into a cluster",
-                    "leave   -- Remove a node without losing jobs")
-        zsh_listing(child, "disque --cluster leave 127.0.0.1:7711 --",
-                    "--shutdown  -- SHUTDOWN the node once the others forgot it",
-                    "--yes       -- Do not ask for confirmation")
+        zsh_listing(
+            child,
+            "disque --cluster ",
+            "create  -- Join nodes into a cluster",
+            "leave   -- Remove a node without losing jobs",
+        )
+        zsh_listing(
+            child,
+            "disque --cluster leave 127.0.0.1:7711 --",
+            "--shutdown  -- SHUTDOWN the node once the others forgot it",
+            "--yes       -- Do not ask for confirmation",
+        )
         zsh_listing(child, "disque --cluster call 127.0.0.1:7711 ql", "qlen ")
         zsh_listing(child, "disque --cluster call 127.0.0.1:7711 getjob ", "WITHCOUNTERS")
     finally:
@@ -132,17 +176,25 @@ def test_zsh_completes_the_cluster_manager(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
 def test_fish_completion() -> None:
-    script = (f"source {ROOT / 'completions/disque.fish'}; "
-              "complete -C 'disque -p 7711 getj'; complete -C 'disque cluster '")
-    out = subprocess.run(["fish", "-c", script], capture_output=True, text=True,
-                         timeout=10, check=True).stdout
+    script = (
+        f"source {ROOT / 'completions/disque.fish'}; "
+        "complete -C 'disque -p 7711 getj'; complete -C 'disque cluster '"
+    )
+    out = subprocess.run(
+        ["fish", "-c", script], capture_output=True, text=True, timeout=10, check=True
+    ).stdout
     assert out.startswith("getjob\tFetch jobs")
     assert "meet\tJoin the cluster" in out
 
 
-@pytest.mark.parametrize(("shell", "path"), [("bash", "completions/disque.bash"),
-                                             ("zsh", "completions/_disque"),
-                                             ("fish", "completions/disque.fish")])
+@pytest.mark.parametrize(
+    ("shell", "path"),
+    [
+        ("bash", "completions/disque.bash"),
+        ("zsh", "completions/_disque"),
+        ("fish", "completions/disque.fish"),
+    ],
+)
 def test_scripts_parse(shell: str, path: str) -> None:
     if shutil.which(shell) is None:
         pytest.skip(f"{shell} is not installed")
@@ -161,6 +213,10 @@ def test_man_page() -> None:
     assert ".SS Removing a node" in manager and ".SS Exit status" in manager
     if shutil.which("groff") is None:
         pytest.skip("groff is not installed")
-    result = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", str(ROOT / "man/disque.1")],
-                            capture_output=True, text=True, timeout=10)
+    result = subprocess.run(
+        ["groff", "-man", "-Tutf8", "-ww", "-z", str(ROOT / "man/disque.1")],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     assert result.returncode == 0 and result.stderr == ""

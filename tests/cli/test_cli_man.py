@@ -15,15 +15,16 @@ from docgen.man_pages import DIRECTIVES, PAGES
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(30)
 
+
 def conf_directives() -> list[str]:
     """Every directive the server accepts: each must be documented."""
     from disque_server.config import PARAMS
+
     return list(PARAMS)
 
 
 def test_pages_are_up_to_date() -> None:
-    assert generate(ROOT, check=True) == [], (
-        "run `python -m docgen` and commit the result")
+    assert generate(ROOT, check=True) == [], "run `python -m docgen` and commit the result"
 
 
 def test_every_directive_is_documented_and_real() -> None:
@@ -34,9 +35,13 @@ def test_every_directive_is_documented_and_real() -> None:
 def render(page: str) -> str:
     if shutil.which("man") is None:
         pytest.skip("man is not installed")
-    result = subprocess.run(["man", "--warnings", "-E", "UTF-8", "-l", str(ROOT / page)],
-                            capture_output=True, text=True, timeout=20,
-                            env={**os.environ, "MANWIDTH": "80", "MAN_KEEP_FORMATTING": ""})
+    result = subprocess.run(
+        ["man", "--warnings", "-E", "UTF-8", "-l", str(ROOT / page)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env={**os.environ, "MANWIDTH": "80", "MAN_KEEP_FORMATTING": ""},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == "", f"{page}: {result.stderr}"
     return result.stdout
@@ -53,8 +58,12 @@ def test_page_contents() -> None:
         assert f"\n       {name} " in conf, name
     assert "Default: 7711" in conf and "Default: 1gb" in conf
     tui = render("man/disque-tui.1")
-    for option in ("-h, --host host", "-p, --port port", "-a, --password password",
-                   "--interval seconds"):
+    for option in (
+        "-h, --host host",
+        "-p, --port port",
+        "-a, --password password",
+        "--interval seconds",
+    ):
         assert option in tui
     server = render("man/disque-server.1")
     assert "disque.conf(5)" in server and "--directive value" in server

@@ -28,6 +28,7 @@ def add_job(cli, queue: str = "q", body: str = "body") -> str:
 
 # ---- rendering on a terminal -------------------------------------------------------
 
+
 def test_terminal_rendering_of_disque_replies(node, spawn, cli) -> None:
     port = str(node.port)
     status = tty_output(spawn("-p", port, "addjob", "q", 'say "hi"\n', "0"))
@@ -37,9 +38,11 @@ def test_terminal_rendering_of_disque_replies(node, spawn, cli) -> None:
     assert tty_output(spawn("-p", port, "getjob", "nohang", "from", "emptyq")) == "(nil)\n"
     assert tty_output(spawn("-p", port, "qpeek", "q", "0")) == "(empty array)\n"
     assert tty_output(spawn("-p", port, "show", "notajobid")) == (
-        "(error) BADID Invalid Job ID format.\n")
+        "(error) BADID Invalid Job ID format.\n"
+    )
     assert tty_output(spawn("-p", port, "qpeek", "q", "1")) == (
-        f'1) 1) "q"\n   2) "{job_id}"\n   3) "say \\"hi\\"\\n"\n')
+        f'1) 1) "q"\n   2) "{job_id}"\n   3) "say \\"hi\\"\\n"\n'
+    )
     show = tty_output(spawn("-p", port, "show", job_id)).splitlines()
     assert len(show) == 30
     assert show[0] == ' 1) "id"' and show[1] == f' 2) "{job_id}"'
@@ -58,6 +61,7 @@ def test_verbatim_replies_are_not_quoted_on_a_terminal(node, spawn) -> None:
 
 
 # ---- raw, csv, json through pipes -----------------------------------------------------
+
 
 def test_raw_output_when_stdout_is_a_pipe(cli) -> None:
     job_id = add_job(cli, "q", "line1\nline2")
@@ -101,13 +105,14 @@ def test_json_natural_replies(cli) -> None:
     assert json.loads(cli("--json", "qpeek", "q", "1").out) == [["q", job_id, "body"]]
     assert json.loads(cli("--json", "qlen", "q").out) == 1
     assert json.loads(cli("--json", "qstat", "nope").out) is None
-    assert json.loads(cli("--json", "show", "bad").out) == {
-        "error": "BADID Invalid Job ID format."}
+    assert json.loads(cli("--json", "show", "bad").out) == {"error": "BADID Invalid Job ID format."}
     assert json.loads(cli("--json", "config", "get", "port").out) == {
-        "port": cli("config", "get", "port").out.split()[1]}
+        "port": cli("config", "get", "port").out.split()[1]
+    }
 
 
 # ---- arguments, stdin, repetition, exit codes -------------------------------------
+
 
 def test_arguments_starting_with_dash_pass_through(cli) -> None:
     first, second = add_job(cli, "q", "old"), add_job(cli, "q", "new")
@@ -130,8 +135,7 @@ def test_repeat(cli) -> None:
 
 def test_exit_code_on_error_with_e(cli) -> None:
     result = cli("-e", "show", "notajobid")
-    assert (result.returncode, result.out, result.err) == (
-        1, "", "BADID Invalid Job ID format.\n")
+    assert (result.returncode, result.out, result.err) == (1, "", "BADID Invalid Job ID format.\n")
     assert cli("show", "notajobid").returncode == 0
     assert cli("-e", "qlen", "q").returncode == 0
 
@@ -155,7 +159,7 @@ def test_unix_socket_with_s(start_node, run_cli, tmp_path) -> None:
     start_node(config={"unixsocket": path})
     result = run_cli("-s", path, "addjob", "q", "body", "0")
     assert result.returncode == 0 and JOB_ID.match(result.out.strip()), result.err
-    result = run_cli("-s", path, "-p", str(free_port()), "qlen", "q")   # -s wins over -p
+    result = run_cli("-s", path, "-p", str(free_port()), "qlen", "q")  # -s wins over -p
     assert (result.returncode, result.out) == (0, "1\n"), result.err
     missing = str(tmp_path / "none.sock")
     result = run_cli("-s", missing, "ping")
@@ -177,7 +181,9 @@ def test_host_option_and_help(cli, node, run_cli) -> None:
     assert run_cli("--version").out.startswith("disque ")
     bad = run_cli("--nosuchoption", "ping")
     assert (bad.returncode, bad.err) == (
-        1, "Unrecognized option or bad number of args for: '--nosuchoption'\n")
+        1,
+        "Unrecognized option or bad number of args for: '--nosuchoption'\n",
+    )
     assert run_cli("-p").returncode == 1
     assert run_cli("-p", str(node.port), "--raw", "--csv", "ping").out == '"PONG"\n'
     assert run_cli("-p", str(node.port), "--csv", "--raw", "ping").out == "PONG\n"
@@ -191,6 +197,7 @@ def test_shutdown(cli, node) -> None:
 
 
 # ---- authentication -----------------------------------------------------------------
+
 
 @pytest.fixture
 def secured(start_node):
@@ -245,7 +252,7 @@ def test_resp3_survives_a_reconnection(node) -> None:
     try:
         session.call("HELLO", "3")
         assert isinstance(session.call("CONFIG", "GET", "hz"), Map)
-        session.close()    # as a lost connection: the next call reconnects
+        session.close()  # as a lost connection: the next call reconnects
         assert isinstance(session.call("CONFIG", "GET", "hz"), Map)
         session.call("HELLO", "2")
         session.close()

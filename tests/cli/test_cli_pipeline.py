@@ -12,21 +12,28 @@ JOB_ID = r"D-[0-9a-f]{8}-[A-Za-z0-9+/]{24}-[0-9a-f]{4}"
 
 
 def test_commands_from_stdin(cli) -> None:
-    script = b"\n".join([
-        b"addjob q 'first job' 0",
-        b'addjob q "second\\njob" 0 REPLICATE 1',
-        b"qlen q",
-        b"",
-        b"getjob count 2 from q",
-        b"2 qlen q",
-        b'show "unterminated',
-        b"show notajobid",
-    ]) + b"\n"
+    script = (
+        b"\n".join(
+            [
+                b"addjob q 'first job' 0",
+                b'addjob q "second\\njob" 0 REPLICATE 1',
+                b"qlen q",
+                b"",
+                b"getjob count 2 from q",
+                b"2 qlen q",
+                b'show "unterminated',
+                b"show notajobid",
+            ]
+        )
+        + b"\n"
+    )
     result = cli(input=script)
     assert result.returncode == 0, result.err
     assert re.fullmatch(
         rf"({JOB_ID})\n({JOB_ID})\n2\nq\n\1\nfirst job\nq\n\2\nsecond\njob\n0\n0\n"
-        r"Invalid argument\(s\)\nBADID Invalid Job ID format\.\n\n", result.out), result.out
+        r"Invalid argument\(s\)\nBADID Invalid Job ID format\.\n\n",
+        result.out,
+    ), result.out
 
 
 def test_typed_output_for_stdin_commands(cli) -> None:
@@ -56,23 +63,28 @@ def _addjob_protocol(queue: str, count: int) -> bytes:
     out = []
     for i in range(count):
         body = f"job{i}".encode()
-        out.append(b"*4\r\n$6\r\nADDJOB\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$1\r\n0\r\n"
-                   % (len(queue), queue.encode(), len(body), body))
+        out.append(
+            b"*4\r\n$6\r\nADDJOB\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$1\r\n0\r\n"
+            % (len(queue), queue.encode(), len(body), body)
+        )
     return b"".join(out)
 
 
 def test_pipe_mass_insertion(cli) -> None:
     result = cli("--pipe", input=_addjob_protocol("bulk", 2000))
     assert result.returncode == 0, result.err
-    assert result.out == ("All data transferred. Waiting for the last reply...\n"
-                          "Last reply received from server.\n"
-                          "errors: 0, replies: 2000\n")
+    assert result.out == (
+        "All data transferred. Waiting for the last reply...\n"
+        "Last reply received from server.\n"
+        "errors: 0, replies: 2000\n"
+    )
     assert cli("qlen", "bulk").out == "2000\n"
 
 
 def test_pipe_counts_errors(cli) -> None:
-    protocol = (_addjob_protocol("q", 3) + b"*2\r\n$4\r\nSHOW\r\n$3\r\nbad\r\n"
-                + b"PING\r\n")  # an inline command after multibulk ones
+    protocol = (
+        _addjob_protocol("q", 3) + b"*2\r\n$4\r\nSHOW\r\n$3\r\nbad\r\n" + b"PING\r\n"
+    )  # an inline command after multibulk ones
     result = cli("--pipe", input=protocol)
     assert result.returncode == 1
     assert result.out.endswith("errors: 1, replies: 5\n")

@@ -25,8 +25,9 @@ from disque_cli.replies import (
     parse_all,
 )
 
-RECORDED = json.loads((Path(__file__).parent / "fixtures" / "redis_cli_outputs.json")
-                      .read_text())["cases"]
+RECORDED = json.loads((Path(__file__).parent / "fixtures" / "redis_cli_outputs.json").read_text())[
+    "cases"
+]
 MODES = {"standard": Mode.STANDARD, "raw": Mode.RAW, "csv": Mode.CSV}
 
 
@@ -68,21 +69,28 @@ def test_json_shapes() -> None:
     assert json.loads(render(show, options))[:4] == ["id", job["id"], "queue", "q1"]
     hello = [1, b"aa", [b"aa", b"", b"7711", b"1"]]
     assert json.loads(render(hello, options, shape="hello")) == {
-        "version": 1, "id": "aa", "nodes": [{"id": "aa", "host": "", "port": 7711,
-                                             "priority": 1}]}
-    info = (b"# Server\r\ndisque_version:1.0-rc1\r\npython_version:3.11\r\nrun_id:0123\r\n"
-            b"\r\n# Jobs\r\nregistered_jobs:5\r\n\r\n# Stats\r\ninstantaneous_input_kbps:0.25\r\n"
-            b"mem_fragmentation_ratio:-1.5\r\nused_memory_human:1.50M\r\n")
+        "version": 1,
+        "id": "aa",
+        "nodes": [{"id": "aa", "host": "", "port": 7711, "priority": 1}],
+    }
+    info = (
+        b"# Server\r\ndisque_version:1.0-rc1\r\npython_version:3.11\r\nrun_id:0123\r\n"
+        b"\r\n# Jobs\r\nregistered_jobs:5\r\n\r\n# Stats\r\ninstantaneous_input_kbps:0.25\r\n"
+        b"mem_fragmentation_ratio:-1.5\r\nused_memory_human:1.50M\r\n"
+    )
     assert json.loads(render(info, options, shape="info")) == {
         "server": {"disque_version": "1.0-rc1", "python_version": "3.11", "run_id": "0123"},
         "jobs": {"registered_jobs": 5},
-        "stats": {"instantaneous_input_kbps": 0.25, "mem_fragmentation_ratio": -1.5,
-                  "used_memory_human": "1.50M"}}
+        "stats": {
+            "instantaneous_input_kbps": 0.25,
+            "mem_fragmentation_ratio": -1.5,
+            "used_memory_human": "1.50M",
+        },
+    }
     assert render(info, options, shape="info").startswith(b'{"server":{"disque_version":')
     assert json.loads(render(ErrorReply(b"ERR x"), options, shape="pairs")) == {"error": "ERR x"}
     jscan = [b"0", [[b"id", Status(b"D-1"), b"body", b"x"]]]
-    assert json.loads(render(jscan, options, shape="jscan")) == ["0", [{"id": "D-1",
-                                                                       "body": "x"}]]
+    assert json.loads(render(jscan, options, shape="jscan")) == ["0", [{"id": "D-1", "body": "x"}]]
 
 
 def test_verbatim_text_is_printed_as_is_in_every_mode_but_json() -> None:
@@ -95,11 +103,13 @@ def test_verbatim_text_is_printed_as_is_in_every_mode_but_json() -> None:
 # Expected outputs as redis-cli 7.0 prints the same bytes (checked side by side on a
 # redis-server in test_cli_vs_redis_cli.py::test_resp3_after_hello_3).
 
-RESP3 = (b"%2\r\n+a\r\n:1\r\n$1\r\nx\r\n*2\r\n:1\r\n:2\r\n"     # map, multi-line value
-         b"~2\r\n$1\r\ny\r\n,1.5\r\n"                          # set, double
-         b"*4\r\n#t\r\n#f\r\n_\r\n%0\r\n"                      # booleans, null, empty map
-         b"|1\r\n+ttl\r\n:3\r\n=9\r\ntxt:hi yo\r\n"            # attribute, verbatim
-         b"(12345678901234567890\r\n!5\r\nERR x\r\n")           # big number, blob error
+RESP3 = (
+    b"%2\r\n+a\r\n:1\r\n$1\r\nx\r\n*2\r\n:1\r\n:2\r\n"  # map, multi-line value
+    b"~2\r\n$1\r\ny\r\n,1.5\r\n"  # set, double
+    b"*4\r\n#t\r\n#f\r\n_\r\n%0\r\n"  # booleans, null, empty map
+    b"|1\r\n+ttl\r\n:3\r\n=9\r\ntxt:hi yo\r\n"  # attribute, verbatim
+    b"(12345678901234567890\r\n!5\r\nERR x\r\n"
+)  # big number, blob error
 
 
 def test_resp3_reply_types() -> None:
@@ -109,20 +119,21 @@ def test_resp3_reply_types() -> None:
     assert isinstance(a_map, Map) and a_map == [b"a", 1, b"x", [1, 2]]
     assert isinstance(a_set, RespSet) and isinstance(a_set[1], Double)
     assert scalars == [True, False, None, []] and isinstance(scalars[3], Map)
-    assert isinstance(verbatim, Verbatim) and verbatim == b"hi yo"   # the attribute is skipped
+    assert isinstance(verbatim, Verbatim) and verbatim == b"hi yo"  # the attribute is skipped
     assert big == 12345678901234567890 and error == ErrorReply(b"ERR x")
 
 
 def test_resp3_standard_output() -> None:
     a_map, a_set, scalars, verbatim, _big, _error = parse_all(RESP3)[0]
     options = RenderOptions(mode=Mode.STANDARD)
-    assert render(a_map, options) == (b'1# a => (integer) 1\n'
-                                      b'2# "x" => \n   1) (integer) 1\n   2) (integer) 2\n')
+    assert render(a_map, options) == (
+        b'1# a => (integer) 1\n2# "x" => \n   1) (integer) 1\n   2) (integer) 2\n'
+    )
     assert render(a_set, options) == b'1~ "y"\n2~ (double) 1.5\n'
     assert render(scalars, options) == b"1) (true)\n2) (false)\n3) (nil)\n4) (empty hash)\n"
     assert render(RespSet(), options) == b"(empty set)\n"
     assert render(verbatim, options) == b"hi yo\n"
-    nested = Map([b"y", Map([b"z", b"w"])])    # a one-line value stays on the key's line
+    nested = Map([b"y", Map([b"z", b"w"])])  # a one-line value stays on the key's line
     assert render(nested, options) == b'1# "y" => 1# "z" => "w"\n'
 
 
@@ -136,8 +147,7 @@ def test_resp3_raw_csv_and_json_output() -> None:
     assert render(scalars, csv) == b"true,false,NULL,\n"
     as_json = RenderOptions(mode=Mode.JSON)
     assert json.loads(render(a_map, as_json)) == {"a": 1, "x": [1, 2]}
-    assert json.loads(render([a_set, scalars], as_json)) == [["y", 1.5],
-                                                             [True, False, None, {}]]
+    assert json.loads(render([a_set, scalars], as_json)) == [["y", 1.5], [True, False, None, {}]]
     # Disque's key/value shapes read a map as they read a flat array.
     qstat = Map([b"name", b"q", b"len", 1])
     assert json.loads(render(qstat, as_json, shape="pairs")) == {"name": "q", "len": 1}

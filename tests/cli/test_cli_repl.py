@@ -38,8 +38,7 @@ class Repl:
         deadline = time.monotonic() + timeout
         while not check():
             if time.monotonic() > deadline or not self.pump() and not check():
-                raise AssertionError(f"timed out waiting for {what}; screen:\n"
-                                     f"{self.screen.text()}")
+                raise AssertionError(f"timed out waiting for {what}; screen:\n{self.screen.text()}")
 
     def wait_text(self, pattern: str, from_row: int = 0) -> None:
         self.wait(lambda: re.search(pattern, self.screen.text(from_row)), repr(pattern))
@@ -135,11 +134,15 @@ def test_hints_while_typing(repl) -> None:
     session = repl()
     label = session.label()
     session.send("addjob ")
-    session.wait_line(f"{label} addjob queue job ms-timeout [REPLICATE count] [DELAY sec] "
-                      "[RETRY sec] [TTL sec] [MAXLEN count] [ASYNC]")
+    session.wait_line(
+        f"{label} addjob queue job ms-timeout [REPLICATE count] [DELAY sec] "
+        "[RETRY sec] [TTL sec] [MAXLEN count] [ASYNC]"
+    )
     session.send("q body 0 ttl")
-    session.wait_line(f"{label} addjob q body 0 ttl sec [REPLICATE count] [DELAY sec] "
-                      "[RETRY sec] [MAXLEN count] [ASYNC]")
+    session.wait_line(
+        f"{label} addjob q body 0 ttl sec [REPLICATE count] [DELAY sec] "
+        "[RETRY sec] [MAXLEN count] [ASYNC]"
+    )
     session.send("\x03")  # Ctrl-C clears the line
     session.prompt()
     session.send(":set nohints\r")
@@ -159,8 +162,10 @@ def test_tab_completion(repl) -> None:
     session.wait_line(f"{label} qlen queue")  # completed, and the hint follows
     session.ask(" q", r"\(integer\) 0")
     session.send("GETJOB NO\t")
-    session.wait_line(f"{label} GETJOB NOHANG [TIMEOUT ms-timeout] [COUNT count] "
-                      "[WITHCOUNTERS] FROM queue [queue ...]")
+    session.wait_line(
+        f"{label} GETJOB NOHANG [TIMEOUT ms-timeout] [COUNT count] "
+        "[WITHCOUNTERS] FROM queue [queue ...]"
+    )
     session.ask(" FROM q", r"\(nil\)")
     session.send("de\t")  # several candidates: a menu
     session.wait_text(r"debug")
@@ -201,8 +206,9 @@ def test_history_across_sessions(repl, cli_env) -> None:
     path = Path(cli_env["DISQUECLI_HISTFILE"])
     assert path.stat().st_mode & 0o777 == 0o600, "the history is its owner's only"
     lines = path.read_text().splitlines()
-    assert lines == ["qlen fromhistory", "config set loglevel notice"], \
+    assert lines == ["qlen fromhistory", "config set loglevel notice"], (
         "AUTH, HELLO with AUTH and CONFIG SET of a secret are never written to the history"
+    )
     second = repl()
     second.send("\x1b[A")  # Up arrow: the last command of the previous session
     second.wait_line(f"{second.label()} config set loglevel notice")
@@ -227,8 +233,7 @@ def test_reconnect_after_the_node_restarts(repl, node) -> None:
     session.wait_text("Error: Server closed the connection")
     session.wait_line("not connected>")
     session.send("qlen q\r")
-    session.wait_text(f"Could not connect to Disque at 127.0.0.1:{node.port}: "
-                      "Connection refused")
+    session.wait_text(f"Could not connect to Disque at 127.0.0.1:{node.port}: Connection refused")
     session.wait_line("not connected>")
     node.start()
     session.ask("qlen q", r"\(integer\) 0")
@@ -252,8 +257,7 @@ def _queue_stat(node, queue: str, field: str):
 def test_ctrl_c_interrupts_a_blocked_getjob(repl, node) -> None:
     session = repl()
     session.send("getjob from emptyqueue\r")
-    wait_for(lambda: _queue_stat(node, "emptyqueue", "blocked") == 1,
-             message="GETJOB to block")
+    wait_for(lambda: _queue_stat(node, "emptyqueue", "blocked") == 1, message="GETJOB to block")
     session.send("\x03")
     session.prompt()
     session.ask("qlen q", r"\(integer\) 0")
@@ -292,13 +296,24 @@ def test_auth_typed_at_the_prompt_survives_a_reconnection(start_node, spawn) -> 
     session.ask("qlen q", r"\(integer\) 0")
 
 
-@pytest.mark.parametrize(("line", "sensitive"), [
-    ("AUTH pw", True), ("3 auth pw", True), ("hello 3 auth default pw", True),
-    ("HELLO 3 SETNAME me AUTH default pw", True), ("hello 3", False), ("hello", False),
-    ("config set requirepass pw", True), ("CONFIG SET cluster-password pw", True),
-    ("config set loglevel debug requirepass pw", True), ("config set loglevel debug", False),
-    ("config get requirepass", False), ("addjob auth body 0", False),
-])
+@pytest.mark.parametrize(
+    ("line", "sensitive"),
+    [
+        ("AUTH pw", True),
+        ("3 auth pw", True),
+        ("hello 3 auth default pw", True),
+        ("HELLO 3 SETNAME me AUTH default pw", True),
+        ("hello 3", False),
+        ("hello", False),
+        ("config set requirepass pw", True),
+        ("CONFIG SET cluster-password pw", True),
+        ("config set loglevel debug requirepass pw", True),
+        ("config set loglevel debug", False),
+        ("config get requirepass", False),
+        ("addjob auth body 0", False),
+    ],
+)
 def test_lines_with_a_password_are_recognised(line: str, sensitive: bool) -> None:
     from disque_cli.repl import is_sensitive
+
     assert is_sensitive(line) is sensitive

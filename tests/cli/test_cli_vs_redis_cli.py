@@ -28,8 +28,13 @@ def both(redis_cli: str, redis_server: int, run_cli, cli_env):
 
     def run(*args: str, input: bytes = b"", env: dict[str, str] | None = None):
         full_env = {**cli_env, "REDISCLI_HISTFILE": "/dev/null", **(env or {})}
-        theirs = subprocess.run([redis_cli, "-p", str(redis_server), *args], input=input,
-                                capture_output=True, timeout=20, env=full_env)
+        theirs = subprocess.run(
+            [redis_cli, "-p", str(redis_server), *args],
+            input=input,
+            capture_output=True,
+            timeout=20,
+            env=full_env,
+        )
         ours = run_cli("-p", str(redis_server), *args, input=input, env=env)
         return theirs, ours
 
@@ -55,26 +60,33 @@ def test_terminal_output(spawn, redis_cli: str, redis_server: int, case: str) ->
     """On a real terminal both print the typed rendering, byte for byte."""
     import pexpect
 
-    theirs = pexpect.spawn(redis_cli, ["-p", str(redis_server), *CASES[case]],
-                           encoding="utf-8", codec_errors="replace", timeout=10,
-                           env={**os.environ, "REDISCLI_HISTFILE": "/dev/null"})
+    theirs = pexpect.spawn(
+        redis_cli,
+        ["-p", str(redis_server), *CASES[case]],
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=10,
+        env={**os.environ, "REDISCLI_HISTFILE": "/dev/null"},
+    )
     ours = spawn("-p", str(redis_server), *CASES[case])
     expected = tty_output(theirs)
-    assert expected.startswith(("1)", " 1)", "(empty array)", "\""))  # typed, not raw
+    assert expected.startswith(("1)", " 1)", "(empty array)", '"'))  # typed, not raw
     assert tty_output(ours) == expected
 
 
-PIPELINE = b"\n".join([
-    b"eval \"return {1,{2,'a'},false}\" 0",
-    b"eval \"return redis.status_reply('D-1')\" 0",
-    b"2 eval 'return 7' 0",
-    b"   ",
-    b"eval \"return redis.error_reply('ERR boom')\" 0",
-    b'get "unbalanced',
-    b'eval "return \'\\x41\\tb\'" 0',
-    b"eval 'return {}' 0",
-    b"",
-])
+PIPELINE = b"\n".join(
+    [
+        b"eval \"return {1,{2,'a'},false}\" 0",
+        b"eval \"return redis.status_reply('D-1')\" 0",
+        b"2 eval 'return 7' 0",
+        b"   ",
+        b"eval \"return redis.error_reply('ERR boom')\" 0",
+        b'get "unbalanced',
+        b"eval \"return '\\x41\\tb'\" 0",
+        b"eval 'return {}' 0",
+        b"",
+    ]
+)
 
 
 @pytest.mark.parametrize("mode", ["pipe", "no-raw", "csv"])
@@ -84,18 +96,20 @@ def test_stdin_pipeline(both, mode: str) -> None:
     assert ours.returncode == theirs.returncode == 0
 
 
-RESP3_PIPELINE = b"\n".join([
-    b"hello 3",
-    b"eval \"redis.setresp(3); return {map={a=1}}\" 0",
-    b"eval \"redis.setresp(3); return {map={x={1,2},y={map={z='w'}}}}\" 0",
-    b"eval \"redis.setresp(3); return {set={q=true}}\" 0",
-    b"eval \"redis.setresp(3); return {1,{double=2.5},true,false,{map={}},{set={}}}\" 0",
-    b"eval \"redis.setresp(3); return nil\" 0",
-    b"eval \"redis.setresp(3); return {map={k=redis.error_reply('ERR x')}}\" 0",
-    b"hello 2",
-    b"eval \"redis.setresp(3); return {map={a=1}}\" 0",
-    b"",
-])
+RESP3_PIPELINE = b"\n".join(
+    [
+        b"hello 3",
+        b'eval "redis.setresp(3); return {map={a=1}}" 0',
+        b"eval \"redis.setresp(3); return {map={x={1,2},y={map={z='w'}}}}\" 0",
+        b'eval "redis.setresp(3); return {set={q=true}}" 0',
+        b'eval "redis.setresp(3); return {1,{double=2.5},true,false,{map={}},{set={}}}" 0',
+        b'eval "redis.setresp(3); return nil" 0',
+        b"eval \"redis.setresp(3); return {map={k=redis.error_reply('ERR x')}}\" 0",
+        b"hello 2",
+        b'eval "redis.setresp(3); return {map={a=1}}" 0',
+        b"",
+    ]
+)
 
 
 @pytest.mark.parametrize("mode", ["pipe", "no-raw", "csv"])
@@ -116,7 +130,7 @@ def test_stdin_pipeline_stops_at_quit(both) -> None:
 
 
 def test_last_argument_from_stdin(both) -> None:
-    theirs, ours = both("-x", "eval", "return ARGV[1]", "0", input=b"line1\nline \"2\"\n")
+    theirs, ours = both("-x", "eval", "return ARGV[1]", "0", input=b'line1\nline "2"\n')
     assert ours.stdout == theirs.stdout == b'line1\nline "2"\n\n'
     theirs, ours = both("-x", "--no-raw", "eval", "return ARGV[1]", "0", input=b"a\x00b")
     assert ours.stdout == theirs.stdout == b'"a\\x00b"\n'
@@ -129,16 +143,20 @@ def test_repeat_with_interval(both) -> None:
 
 def test_exit_on_error(both) -> None:
     theirs, ours = both("-e", "-r", "3", "eval", "return redis.error_reply('ERR boom')", "0")
-    assert (ours.returncode, ours.stdout, ours.stderr) == (
-        theirs.returncode, theirs.stdout, theirs.stderr) == (1, b"", b"ERR boom\n")
+    assert (
+        (ours.returncode, ours.stdout, ours.stderr)
+        == (theirs.returncode, theirs.stdout, theirs.stderr)
+        == (1, b"", b"ERR boom\n")
+    )
     theirs, ours = both("-e", "eval", "return 1", "0")
     assert ours.returncode == theirs.returncode == 0
 
 
 def test_error_without_e_is_not_an_exit_status(both) -> None:
     theirs, ours = both("eval", "return redis.error_reply('ERR boom')", "0")
-    assert (ours.returncode, ours.stdout) == (theirs.returncode, theirs.stdout) == (
-        0, b"ERR boom\n\n")
+    assert (
+        (ours.returncode, ours.stdout) == (theirs.returncode, theirs.stdout) == (0, b"ERR boom\n\n")
+    )
 
 
 def test_delimiters(both) -> None:
@@ -147,9 +165,11 @@ def test_delimiters(both) -> None:
 
 
 def test_pipe_mode(both) -> None:
-    protocol = (b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\nb\r\n"
-                b"*1\r\n$13\r\nNOSUCHCOMMAND\r\n"
-                b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n")
+    protocol = (
+        b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\nb\r\n"
+        b"*1\r\n$13\r\nNOSUCHCOMMAND\r\n"
+        b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n"
+    )
     theirs, ours = both("--pipe", input=protocol)
     assert ours.stdout == theirs.stdout
     assert b"errors: 1, replies: 3" in ours.stdout
@@ -161,8 +181,9 @@ def test_connection_refused(redis_cli: str, run_cli, cli_env) -> None:
     from nodes import free_port
 
     port = str(free_port())
-    theirs = subprocess.run([redis_cli, "-p", port, "ping"], capture_output=True,
-                            env=cli_env, timeout=10)
+    theirs = subprocess.run(
+        [redis_cli, "-p", port, "ping"], capture_output=True, env=cli_env, timeout=10
+    )
     ours = run_cli("-p", port, "ping")
     assert ours.returncode == theirs.returncode == 1
     assert ours.stdout == theirs.stdout == b""

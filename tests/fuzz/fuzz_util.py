@@ -42,10 +42,16 @@ class FuzzNode(Node):
 
             def preexec() -> None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
         with open(self.stderr_file, "ab") as err:
-            self.proc = subprocess.Popen(self.command_line(), cwd=self.dir, env=env,
-                                         stdout=subprocess.DEVNULL, stderr=err,
-                                         preexec_fn=preexec)
+            self.proc = subprocess.Popen(
+                self.command_line(),
+                cwd=self.dir,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                preexec_fn=preexec,
+            )
         if wait:
             self.wait_ready()
         return self
@@ -79,8 +85,9 @@ def connect(port: int, timeout: float = 5.0) -> socket.socket:
     return s
 
 
-def read_for(sock: socket.socket, quiet: float = 0.02, total: float = 1.0,
-             limit: int = 1 << 20) -> tuple[bytes, bool]:
+def read_for(
+    sock: socket.socket, quiet: float = 0.02, total: float = 1.0, limit: int = 1 << 20
+) -> tuple[bytes, bool]:
     """Read until `quiet` seconds pass without data (or `total`, or `limit` bytes).
 
     Returns (data, closed): closed when the node closed the connection."""
@@ -100,14 +107,15 @@ def read_for(sock: socket.socket, quiet: float = 0.02, total: float = 1.0,
     return bytes(out), False
 
 
-def send_chunks(port: int, chunks: list[bytes], gap: float = 0.0, quiet: float = 0.02,
-                total: float = 1.0) -> tuple[bytes, bool]:
+def send_chunks(
+    port: int, chunks: list[bytes], gap: float = 0.0, quiet: float = 0.02, total: float = 1.0
+) -> tuple[bytes, bool]:
     """Open a connection, send the chunks (a write each), read what comes back, close."""
     with connect(port) as s:
         for chunk in chunks:
             try:
                 s.sendall(chunk)
-            except OSError:      # the node may close a connection it found broken
+            except OSError:  # the node may close a connection it found broken
                 break
             if gap:
                 time.sleep(gap)
@@ -183,8 +191,20 @@ class Health:
     def __init__(self, node: Node, jobs: int = 5, memory_budget: int = 200 << 20) -> None:
         self.node = node
         self.queue = b"fuzz-sentinel-" + os.urandom(6).hex().encode()
-        self.ids = [call(node.port, "ADDJOB", self.queue, b"sentinel-%d" % i, 0,
-                         "REPLICATE", 1, "RETRY", 3600) for i in range(jobs)]
+        self.ids = [
+            call(
+                node.port,
+                "ADDJOB",
+                self.queue,
+                b"sentinel-%d" % i,
+                0,
+                "REPLICATE",
+                1,
+                "RETRY",
+                3600,
+            )
+            for i in range(jobs)
+        ]
         assert all(isinstance(j, bytes) and j.startswith(b"D-") for j in self.ids), self.ids
         self.rss_start = used_memory(node.port)
         self.rss_peak = self.rss_start
@@ -194,13 +214,15 @@ class Health:
 
     def check(self, context: str = "") -> None:
         node = self.node
-        assert node.is_running(), \
+        assert node.is_running(), (
             f"node died (exit {node.proc.returncode if node.proc else None}) {context}"
+        )
         if isinstance(node, FuzzNode):
             err = node.stderr_text()
-            new, self.stderr_seen = err[self.stderr_seen:], len(err)
-            assert "Traceback" not in new and "Fatal error" not in new, \
+            new, self.stderr_seen = err[self.stderr_seen :], len(err)
+            assert "Traceback" not in new and "Fatal error" not in new, (
                 f"uncaught exception in the node {context}:\n{new[-3000:]}"
+            )
         probe = [encode(["PING"]), encode(["QLEN", self.queue])]
         probe += [encode(["SHOW", jid]) for jid in self.ids[:2]]
         try:
@@ -208,8 +230,7 @@ class Health:
                 s.sendall(b"".join(probe))
                 replies = read_replies(s, len(probe))
         except OSError as exc:
-            raise AssertionError(f"node does not serve other clients: {exc!r} {context}") \
-                from exc
+            raise AssertionError(f"node does not serve other clients: {exc!r} {context}") from exc
         assert replies[0] == b"PONG", f"PING -> {replies[0]!r} {context}"
         assert replies[1] == len(self.ids), f"QLEN sentinel -> {replies[1]!r} {context}"
         for r in replies[2:]:
@@ -220,8 +241,9 @@ class Health:
         rss = used_memory(self.node.port)
         self.rss_peak = max(self.rss_peak, rss)
         grown = rss - self.rss_start
-        assert grown < self.memory_budget, \
+        assert grown < self.memory_budget, (
             f"RSS grew by {grown >> 20} MB (from {self.rss_start >> 20} MB) {context}"
+        )
         return grown
 
 

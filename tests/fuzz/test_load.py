@@ -75,8 +75,10 @@ def test_maxclients_is_enforced(start) -> None:
         close_all(socks)
     # Once they are gone, new clients are welcome again. Until the node has seen
     # them close, INFO itself may be refused (max clients): wait_for retries.
-    wait_for(lambda: info_field(node.port, "clients", "connected_clients") <= 1,
-             message="closed clients to be no longer counted")
+    wait_for(
+        lambda: info_field(node.port, "clients", "connected_clients") <= 1,
+        message="closed clients to be no longer counted",
+    )
     with connect(node.port) as s:
         s.sendall(b"PING\r\n")
         assert read_for(s, quiet=1.0)[0] == b"+PONG\r\n"
@@ -104,8 +106,9 @@ def test_a_thousand_concurrent_clients(start) -> None:
     results = asyncio.run(main())
     errors = [r for r in results if isinstance(r, BaseException)]
     assert not errors, errors[:5]
-    assert all(r[0] == b"+PONG\r\n" and r[1].startswith(b"+D-") for r in results), \
-        [r for r in results if r[0] != b"+PONG\r\n" or not r[1].startswith(b"+D-")][:5]
+    assert all(r[0] == b"+PONG\r\n" and r[1].startswith(b"+D-") for r in results), [
+        r for r in results if r[0] != b"+PONG\r\n" or not r[1].startswith(b"+D-")
+    ][:5]
     assert call(node.port, "QLEN", "load") == 1000
 
 
@@ -126,8 +129,9 @@ def test_ten_thousand_blocked_getjob_clients(start) -> None:
             socks.append(s)
         deadline = time.monotonic() + 120
         while info_field(node.port, "clients", "blocked_clients") < clients:
-            assert time.monotonic() < deadline, \
+            assert time.monotonic() < deadline, (
                 f"only {info_field(node.port, 'clients', 'blocked_clients')} clients blocked"
+            )
             time.sleep(0.2)
         assert ping_latency(node.port) < 5
         grown = used_memory(node.port) - before
@@ -174,7 +178,7 @@ def test_pipelining_client_that_never_reads_is_throttled(start) -> None:
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect(("127.0.0.1", node.port))
     s.settimeout(2.0)
-    chunk = encode(["INFO"]) * 1024           # whole requests; ~3 KB replies each
+    chunk = encode(["INFO"]) * 1024  # whole requests; ~3 KB replies each
     sent, stalled = 0, False
     t0 = time.monotonic()
     peak = before
@@ -184,7 +188,7 @@ def test_pipelining_client_that_never_reads_is_throttled(start) -> None:
                 s.sendall(chunk)
                 sent += len(chunk)
             except TimeoutError:
-                stalled = True                # 2 s without the node reading: throttled
+                stalled = True  # 2 s without the node reading: throttled
                 break
             if sent % (len(chunk) * 256) == 0:
                 peak = max(peak, used_memory(node.port))
@@ -192,8 +196,9 @@ def test_pipelining_client_that_never_reads_is_throttled(start) -> None:
         peak = max(peak, used_memory(node.port))
         assert ping_latency(node.port) < 5
         grown = peak - before
-        print(f"\nnon-reading client: sent {sent >> 20} MB, stalled={stalled}, "
-              f"RSS +{grown >> 20} MB")
+        print(
+            f"\nnon-reading client: sent {sent >> 20} MB, stalled={stalled}, RSS +{grown >> 20} MB"
+        )
         assert stalled, f"the node read {sent >> 20} MB from a client that reads nothing"
         assert grown < 300 << 20, f"RSS grew {grown >> 20} MB"
     finally:

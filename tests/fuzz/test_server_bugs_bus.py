@@ -59,9 +59,11 @@ def test_gossip_cannot_inject_lines_into_nodes_conf(fresh: FuzzNode) -> None:
     peer, port = b"a" * 40, str(closed_port()).encode()
     forged = b"b" * 38 + b"\n" + b"c"
     ip = b"127.0.0.1 x\n" + b"d" * 40 + b" 1.2.3.4:5 myself,"
-    bus_send(fresh, [b"MEET", peer, port, b"-"],
-             [b"PING", peer, port, b"-", forged, b"127.0.0.1", port, b"-",
-              b"e" * 40, ip, port, b"-"])
+    bus_send(
+        fresh,
+        [b"MEET", peer, port, b"-"],
+        [b"PING", peer, port, b"-", forged, b"127.0.0.1", port, b"-", b"e" * 40, ip, port, b"-"],
+    )
     call(fresh.port, "CLUSTER", "SAVECONFIG")
     lines = call(fresh.port, "CLUSTER", "NODES").decode().splitlines()
     assert len(lines) <= 4, lines
@@ -116,8 +118,9 @@ def test_cluster_password_cannot_be_bypassed_by_reflection(tmp_path) -> None:
             links[0].sendall(encode([b"AUTH", proof[1]]))
             links[0].sendall(encode([b"MEET", b"e" * 40, str(closed_port()).encode(), b"-"]))
             time.sleep(0.3)
-        assert b"e" * 40 not in call(node.port, "CLUSTER", "NODES"), \
+        assert b"e" * 40 not in call(node.port, "CLUSTER", "NODES"), (
             "an attacker without the password joined a fake node"
+        )
         for s in links:
             s.close()
     finally:
@@ -129,12 +132,23 @@ def test_cluster_password_cannot_be_bypassed_by_reflection(tmp_path) -> None:
 # is closed and the other jobs of the message are never imported
 def test_yourjobs_with_a_job_known_only_as_a_dummy_ack(fresh: FuzzNode) -> None:
     peer, port = b"f" * 40, str(closed_port()).encode()
-    bus_send(fresh, [b"MEET", peer, port, b"-"])      # a cluster: ACKJOB keeps dummy ACKs
+    bus_send(fresh, [b"MEET", peer, port, b"-"])  # a cluster: ACKJOB keeps dummy ACKs
     acked, other = (b"D-f00dfeed-" + c * 24 + b"-05a1" for c in (b"K", b"L"))
     assert call(fresh.port, "ACKJOB", acked) == 0
     now = int(time.time())
-    fields = [b"sq1", b"body", b"3", b"%d" % (now + 3600), b"%d" % (now * 10 ** 9), b"0",
-              b"5", b"0", b"0", b"0", peer]
+    fields = [
+        b"sq1",
+        b"body",
+        b"3",
+        b"%d" % (now + 3600),
+        b"%d" % (now * 10**9),
+        b"0",
+        b"5",
+        b"0",
+        b"0",
+        b"0",
+        peer,
+    ]
     bus_send(fresh, [b"YOURJOBS", peer, port, b"-", acked, *fields, other, *fields])
     assert call(fresh.port, "QLEN", "sq1") == 1, "the second job was not imported"
     no_traceback(fresh)
@@ -148,9 +162,27 @@ def test_enqueue_does_not_revive_an_acknowledged_job(fresh: FuzzNode) -> None:
     bus_send(fresh, [b"MEET", peer, port, b"-"])
     jid = b"D-f00dfeed-" + b"M" * 24 + b"-05a1"
     now = int(time.time())
-    bus_send(fresh, [b"REPLJOB", peer, port, b"-", jid, b"eq", b"body", b"2",
-                     b"%d" % (now + 3600), b"%d" % (now * 10 ** 9), b"0", b"60", b"0", b"0",
-                     b"%d" % (now * 1000 + 60_000), peer])
+    bus_send(
+        fresh,
+        [
+            b"REPLJOB",
+            peer,
+            port,
+            b"-",
+            jid,
+            b"eq",
+            b"body",
+            b"2",
+            b"%d" % (now + 3600),
+            b"%d" % (now * 10**9),
+            b"0",
+            b"60",
+            b"0",
+            b"0",
+            b"%d" % (now * 1000 + 60_000),
+            peer,
+        ],
+    )
     assert call(fresh.port, "SHOW", jid), "REPLJOB did not register the job"
     assert call(fresh.port, "ACKJOB", jid) == 1
     bus_send(fresh, [b"ENQUEUE", peer, port, b"-", jid, b"0"])
@@ -163,15 +195,25 @@ def test_enqueue_does_not_revive_an_acknowledged_job(fresh: FuzzNode) -> None:
 # port (no password needed to send it) stalled the node 4-9 s per message. Also after a
 # simple-string element, cut by the end of a write, right after a bulk string followed by 2
 # bytes other than CRLF (hiredis does not check them), and 1000 nested arrays of 999999
-@pytest.mark.parametrize("writes", [
-    [b"*5\r\n$4\r\nPING\r\n*2147483648\r\n"],
-    [b"*5\r\n+PING\r\n*2147483648\r\n"],
-    [b"*5\r\n$4\r\nPING\r\n*21", b"47483648\r\n"],
-    [b"*5\r\n$4\r\nPINGxy*2147483648\r\n"],
-    [b"*2147483648\r\n"],
-    [b"*1\r\n" + b"*999999\r\n" * 1000],
-], ids=["nested", "after-simple-string", "cut-count", "after-bulk-without-crlf", "top-level",
-        "deep-6-digits"])
+@pytest.mark.parametrize(
+    "writes",
+    [
+        [b"*5\r\n$4\r\nPING\r\n*2147483648\r\n"],
+        [b"*5\r\n+PING\r\n*2147483648\r\n"],
+        [b"*5\r\n$4\r\nPING\r\n*21", b"47483648\r\n"],
+        [b"*5\r\n$4\r\nPINGxy*2147483648\r\n"],
+        [b"*2147483648\r\n"],
+        [b"*1\r\n" + b"*999999\r\n" * 1000],
+    ],
+    ids=[
+        "nested",
+        "after-simple-string",
+        "cut-count",
+        "after-bulk-without-crlf",
+        "top-level",
+        "deep-6-digits",
+    ],
+)
 def test_bus_nested_huge_array_count_does_not_stall(fresh: FuzzNode, writes) -> None:
     baseline = pipeline_seconds(fresh.port)
     with connect(fresh.port + 10000, 60) as s:
@@ -185,8 +227,9 @@ def test_bus_nested_huge_array_count_does_not_stall(fresh: FuzzNode, writes) -> 
     # The stall may also come when the list is freed, at the node's next garbage
     # collection, which a pipeline of PINGs triggers.
     took = pipeline_seconds(fresh.port)
-    assert waited < 1.0 and took < baseline * 3 + 1.0, \
+    assert waited < 1.0 and took < baseline * 3 + 1.0, (
         f"PING waited {waited:.1f}s, 30k PINGs took {took:.1f}s (normally {baseline:.1f}s)"
+    )
     assert closed, "the link that sent it stays open"
     no_traceback(fresh)
 
@@ -198,7 +241,8 @@ def test_bus_messages_cut_anywhere_are_read(fresh: FuzzNode) -> None:
     peer, port, flags = b"a" * 40, str(closed_port()).encode(), b"-*123~45>6%7|8*9"
     stream = encode([b"MEET", peer, port, b"-"]) + b"".join(
         b"*4\r\n+PING\r\n+%s\r\n$%d\r\n%s\r\n+%s\r\n" % (peer, len(port), port, flags)
-        for _ in range(3))
+        for _ in range(3)
+    )
 
     def received() -> int:
         info = call(fresh.port, "CLUSTER", "INFO").decode()

@@ -28,16 +28,20 @@ def spark() -> Iterator:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, paths)])
     import disque_spark
 
-    session = disque_spark.session("local[2]", app_name="disque-spark-tests", conf={
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
-        "spark.driver.memory": "1g",
-        "spark.sql.execution.pyspark.udf.faulthandler.enabled": "true",
-        "spark.python.worker.faulthandler.enabled": "true",
-        "spark.sql.streaming.stopTimeout": "20s",
-    })
+    session = disque_spark.session(
+        "local[2]",
+        app_name="disque-spark-tests",
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.driver.memory": "1g",
+            "spark.sql.execution.pyspark.udf.faulthandler.enabled": "true",
+            "spark.python.worker.faulthandler.enabled": "true",
+            "spark.sql.streaming.stopTimeout": "20s",
+        },
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

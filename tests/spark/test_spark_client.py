@@ -17,8 +17,7 @@ from disque_spark.client import (  # noqa: E402
 
 def test_parse_seeds():
     assert parse_seeds(None) == [("127.0.0.1", 7711)]
-    assert parse_seeds(" h1:7712, h2 ,[::1]:7000,") == [("h1", 7712), ("h2", 7711),
-                                                       ("::1", 7000)]
+    assert parse_seeds(" h1:7712, h2 ,[::1]:7000,") == [("h1", 7712), ("h2", 7711), ("::1", 7000)]
     with pytest.raises(DisqueError, match="bad node address"):
         parse_seeds("h1:port")
     with pytest.raises(DisqueError, match="lists no node"):
@@ -26,10 +25,15 @@ def test_parse_seeds():
 
 
 def test_hello_nodes_and_priority():
-    reply = [1, b"aa", [b"aa", b"", b"7711", b"1"], [b"bb", b"10.0.0.2", b"7712", b"100"],
-             [b"cc", b"10.0.0.3", b"7713", b"1"]]
+    reply = [
+        1,
+        b"aa",
+        [b"aa", b"", b"7711", b"1"],
+        [b"bb", b"10.0.0.2", b"7712", b"100"],
+        [b"cc", b"10.0.0.3", b"7713", b"1"],
+    ]
     nodes = hello_nodes(reply, "seed.example")
-    assert nodes[0] == Node("aa", "seed.example", 7711, 1)   # empty IP: the seed's host
+    assert nodes[0] == Node("aa", "seed.example", 7711, 1)  # empty IP: the seed's host
     assert nodes[1].addr == "10.0.0.2:7712" and nodes[1].priority == 100
     assert by_priority(nodes)[-1].id == "bb"
     with pytest.raises(DisqueError, match="unexpected HELLO"):
@@ -45,10 +49,38 @@ def test_hello_nodes_reach_the_seed_where_it_answered():
 
 
 def test_job_from_pairs():
-    flat = [b"id", b"D-1", b"queue", b"q", b"state", b"queued", b"repl", 1, b"ttl", 60,
-            b"ctime", 5, b"delay", 0, b"retry", 6, b"nacks", 2, b"additional-deliveries", 3,
-            b"nodes-delivered", [b"n1"], b"nodes-confirmed", [], b"next-requeue-within", None,
-            b"next-awake-within", 10, b"body", b"\xff"]
+    flat = [
+        b"id",
+        b"D-1",
+        b"queue",
+        b"q",
+        b"state",
+        b"queued",
+        b"repl",
+        1,
+        b"ttl",
+        60,
+        b"ctime",
+        5,
+        b"delay",
+        0,
+        b"retry",
+        6,
+        b"nacks",
+        2,
+        b"additional-deliveries",
+        3,
+        b"nodes-delivered",
+        [b"n1"],
+        b"nodes-confirmed",
+        [],
+        b"next-requeue-within",
+        None,
+        b"next-awake-within",
+        10,
+        b"body",
+        b"\xff",
+    ]
     job = job_from_pairs(flat)
     assert job["id"] == "D-1" and job["state"] == "queued" and job["body"] == b"\xff"
     assert job["additional_deliveries"] == 3 and job["nodes_delivered"] == ["n1"]

@@ -51,8 +51,12 @@ def test_report_counts_states_and_dead_letters(spark, start_cluster, tmp_path, c
 
 
 def test_report_cli_help():
-    proc = subprocess.run([sys.executable, "-m", "disque_spark.report", "--help"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "disque_spark.report", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0
     for flag in ("--nodes", "--out", "--threshold", "--master"):
         assert flag in proc.stdout
@@ -65,10 +69,13 @@ def test_format_table():
 
 
 def test_error_summary_extracts_the_connector_message():
-    wrapped = RuntimeError("Traceback (most recent call last):\n  File ...\n"
-                           "    raise DisqueError(...)\n"
-                           "disque_spark.client.DisqueError: disque: ADDJOB failed after 3 "
-                           "rows were added: PAUSED Queue paused in input, try later\n")
+    wrapped = RuntimeError(
+        "Traceback (most recent call last):\n  File ...\n"
+        "    raise DisqueError(...)\n"
+        "disque_spark.client.DisqueError: disque: ADDJOB failed after 3 "
+        "rows were added: PAUSED Queue paused in input, try later\n"
+    )
     assert report.error_summary(wrapped) == (
-        "disque: ADDJOB failed after 3 rows were added: PAUSED Queue paused in input, try later")
+        "disque: ADDJOB failed after 3 rows were added: PAUSED Queue paused in input, try later"
+    )
     assert report.error_summary(ValueError("plain\nmore")) == "plain"

@@ -26,6 +26,7 @@ def prepared(start_cluster):
 
     def acks_collected() -> bool:
         return not any(set(acked) & job_ids(n) for n in cluster)
+
     wait_for(acks_collected, 15, message="acked jobs garbage collected on every node")
     return cluster, ids, other, fetched_ids[5:], set(acked)
 
@@ -34,7 +35,7 @@ def prepared(start_cluster):
 def test_snapshot_has_every_job_with_its_state(spark, prepared):
     cluster, ids, other, active, acked = prepared
     df = spark.read.format("disque").option("nodes", seeds(cluster[2])).load()
-    assert df.rdd.getNumPartitions() == 3        # one per node, found via HELLO
+    assert df.rdd.getNumPartitions() == 3  # one per node, found via HELLO
     rows = df.collect()
     node_ids = {n.call("HELLO")[1].decode() for n in cluster}
     assert {r.node for r in rows} <= node_ids
@@ -67,11 +68,22 @@ def test_snapshot_has_every_job_with_its_state(spark, prepared):
 def test_snapshot_filters_and_dedupe(spark, prepared):
     cluster, ids, other, active, acked = prepared
     nodes = seeds(*cluster)
-    queued = (spark.read.format("disque").option("nodes", nodes).option("queue", "snap")
-              .option("state", "queued").load().collect())
+    queued = (
+        spark.read.format("disque")
+        .option("nodes", nodes)
+        .option("queue", "snap")
+        .option("state", "queued")
+        .load()
+        .collect()
+    )
     assert len(queued) == 20 and {r.state for r in queued} == {"queued"}
-    both = (spark.read.format("disque").option("nodes", nodes).option("queue", "snap,other")
-            .option("state", "queued, active").load())
+    both = (
+        spark.read.format("disque")
+        .option("nodes", nodes)
+        .option("queue", "snap,other")
+        .option("state", "queued, active")
+        .load()
+    )
     assert both.count() == 25 * 2 + 4
 
     deduped = disque_spark.read_snapshot(spark, dedupe=True, nodes=nodes).collect()
@@ -82,8 +94,14 @@ def test_snapshot_filters_and_dedupe(spark, prepared):
     assert all(len(by_id[i].nodes) == 2 for i in set(ids) - acked)
 
     # A narrower user schema, body as text.
-    texts = (spark.read.format("disque").schema("id string, body string, node string")
-             .option("nodes", nodes).option("queue", "other").load().collect())
+    texts = (
+        spark.read.format("disque")
+        .schema("id string, body string, node string")
+        .option("nodes", nodes)
+        .option("queue", "other")
+        .load()
+        .collect()
+    )
     assert sorted(r.body for r in texts) == ["o0", "o1", "o2", "o3"]
 
 
@@ -92,20 +110,33 @@ def test_snapshot_option_errors(spark, start_node):
     node = start_node()
     with pytest.raises(Exception, match="unknown job state"):
         spark.read.format("disque").option("nodes", seeds(node)).option(
-            "state", "done").load().collect()
+            "state", "done"
+        ).load().collect()
     with pytest.raises(Exception, match="unknown column"):
         spark.read.format("disque").schema("id string, colour string").option(
-            "nodes", seeds(node)).load().collect()
+            "nodes", seeds(node)
+        ).load().collect()
 
 
 @pytest.mark.timeout(120)
 def test_password(spark, start_node):
     node = start_node(config={"requirepass": "s3cret"})
     df = spark.createDataFrame([("x",), ("y",)], "body string")
-    (df.write.format("disque").option("nodes", seeds(node)).option("password", "s3cret")
-     .option("queue", "pw").mode("append").save())
-    rows = (spark.read.format("disque").option("nodes", seeds(node))
-            .option("password", "s3cret").load().collect())
+    (
+        df.write.format("disque")
+        .option("nodes", seeds(node))
+        .option("password", "s3cret")
+        .option("queue", "pw")
+        .mode("append")
+        .save()
+    )
+    rows = (
+        spark.read.format("disque")
+        .option("nodes", seeds(node))
+        .option("password", "s3cret")
+        .load()
+        .collect()
+    )
     assert sorted(bytes(r.body) for r in rows) == [b"x", b"y"]
     with pytest.raises(Exception, match="Authentication required"):
         spark.read.format("disque").option("nodes", seeds(node)).load().collect()

@@ -18,8 +18,9 @@ from disque_spark.client import DisqueError  # noqa: E402
 from disque_spark.schema import SCHEMA  # noqa: E402
 from disque_spark.stream import AVAILABLE_NOW_BASES, DisqueStreamReader  # noqa: E402
 
-needs_available_now = pytest.mark.skipif(not AVAILABLE_NOW_BASES,
-                                         reason="Trigger.AvailableNow needs pyspark >= 4.2")
+needs_available_now = pytest.mark.skipif(
+    not AVAILABLE_NOW_BASES, reason="Trigger.AvailableNow needs pyspark >= 4.2"
+)
 
 
 class Collector:
@@ -27,9 +28,9 @@ class Collector:
 
     def __init__(self, fail: bool = False, on_first=None) -> None:
         self.rows: list = []
-        self.batches = 0            # non-empty ones
+        self.batches = 0  # non-empty ones
         self.fail = fail
-        self.on_first = on_first    # called once, after the first non-empty batch
+        self.on_first = on_first  # called once, after the first non-empty batch
         self.lock = threading.Lock()
 
     def __call__(self, df, batch_id: int) -> None:
@@ -49,14 +50,22 @@ class Collector:
             return [r.id for r in self.rows]
 
 
-def start_stream(spark, nodes: str, queue: str, sink: Collector, checkpoint, trigger: str =
-                 "200 milliseconds", **options):
+def start_stream(
+    spark,
+    nodes: str,
+    queue: str,
+    sink: Collector,
+    checkpoint,
+    trigger: str = "200 milliseconds",
+    **options,
+):
     """A foreachBatch query; trigger is a processing time, or "availableNow"."""
     reader = spark.readStream.format("disque").option("nodes", nodes).option("queue", queue)
     for key, value in options.items():
         reader = reader.option(key, str(value))
-    writer = (reader.load().writeStream.foreachBatch(sink)
-              .option("checkpointLocation", str(checkpoint)))
+    writer = (
+        reader.load().writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
+    )
     if trigger == "availableNow":
         return writer.trigger(availableNow=True).start()
     return writer.trigger(processingTime=trigger).start()
@@ -81,8 +90,9 @@ def test_stream_delivers_each_job_once_and_acks_all(spark, start_cluster, tmp_pa
     for i, node in enumerate(cluster):
         added += add_jobs(node, "sq", [f"n{i}-{k}" for k in range(500)])
     sink = Collector()
-    query = start_stream(spark, seeds(cluster[0]), "sq", sink, tmp_path / "ck",
-                         batchSize=400, numPartitions=2)
+    query = start_stream(
+        spark, seeds(cluster[0]), "sq", sink, tmp_path / "ck", batchSize=400, numPartitions=2
+    )
     try:
         wait_for(lambda: len(sink.ids) >= 1500, 60, 0.2, "1500 jobs streamed")
         # The last batch is acknowledged too although the queue is now idle.
@@ -98,7 +108,8 @@ def test_stream_delivers_each_job_once_and_acks_all(spark, start_cluster, tmp_pa
     assert row.nacks == 0 and row.additional_deliveries == 0
     assert row.repl is None and row.ttl is None
     assert {bytes(r.body) for r in sink.rows} == {
-        f"n{i}-{k}".encode() for i in range(3) for k in range(500)}
+        f"n{i}-{k}".encode() for i in range(3) for k in range(500)
+    }
 
 
 @pytest.mark.timeout(120)
@@ -163,39 +174,53 @@ def test_available_now_drains_what_was_queued_at_start(spark, start_cluster, tmp
     early += add_jobs(cluster[1], "aq", [f"e1-{k}" for k in range(15)])
     late: list[str] = []
 
-    def add_late() -> None:   # after the query started: beyond its target
+    def add_late() -> None:  # after the query started: beyond its target
         for i, node in enumerate(cluster):
             late.extend(add_jobs(node, "aq", [f"l{i}-{k}" for k in range(5)]))
 
     sink = Collector(on_first=add_late)
-    query = start_stream(spark, seeds(cluster[0]), "aq", sink, tmp_path / "ck",
-                         trigger="availableNow", maxJobsPerTrigger=10, batchSize=4)
+    query = start_stream(
+        spark,
+        seeds(cluster[0]),
+        "aq",
+        sink,
+        tmp_path / "ck",
+        trigger="availableNow",
+        maxJobsPerTrigger=10,
+        batchSize=4,
+    )
     try:
         assert query.awaitTermination(90), "the availableNow query did not end by itself"
     finally:
         query.stop()
     assert query.exception() is None
-    assert sorted(sink.ids) == sorted(early)      # each job present at start, once
-    assert sink.batches >= 4                      # 35 jobs, at most 10 per batch
+    assert sorted(sink.ids) == sorted(early)  # each job present at start, once
+    assert sink.batches >= 4  # 35 jobs, at most 10 per batch
     assert len(late) == 10 and qlen(cluster, "aq") == 10
     # Every consumed job acked; the late ones wait, untouched.
-    wait_for(lambda: set().union(*(job_ids(n) for n in cluster)) == set(late), 10, 0.1,
-             "consumed jobs acked")
+    wait_for(
+        lambda: set().union(*(job_ids(n) for n in cluster)) == set(late),
+        10,
+        0.1,
+        "consumed jobs acked",
+    )
 
 
 # ---- the reader's offset protocol, driven by hand (no streaming engine) ----
+
 
 @pytest.mark.timeout(30)
 def test_reader_offsets_commit_and_idle_bump(start_node):
     node = start_node()
     ids = add_jobs(node, "uq", ["a", "b", "c"])
-    reader = DisqueStreamReader(SCHEMA, {"nodes": seeds(node), "queue": "uq",
-                                         "batchSize": "2", "timeoutMs": "0"})
+    reader = DisqueStreamReader(
+        SCHEMA, {"nodes": seeds(node), "queue": "uq", "batchSize": "2", "timeoutMs": "0"}
+    )
     try:
         start = reader.initialOffset()
         end1 = reader.latestOffset(start, None)
         assert end1["seq"] == 1 and end1["run"] == start["run"]
-        assert reader.initialOffset() == start            # constant
+        assert reader.initialOffset() == start  # constant
         end2 = reader.latestOffset(end1, None)
         parts = reader.partitions(start, end2)
         rows = [row for p in parts for row in reader.read(pickle.loads(pickle.dumps(p)))]
@@ -203,13 +228,13 @@ def test_reader_offsets_commit_and_idle_bump(start_node):
         # Nothing new but jobs unacknowledged: the offset still moves on...
         end3 = reader.latestOffset(end2, None)
         assert end3["seq"] == 3 and reader.partitions(end2, end3) == []
-        reader.commit(end1)                               # acks batch 1 only
+        reader.commit(end1)  # acks batch 1 only
         wait_for(lambda: len(job_ids(node)) == 1, 10, message="batch 1 acked")
         reader.commit(end2)
         wait_for(lambda: not job_ids(node), 10, message="jobs acked")
         # ...and stops once everything is acknowledged.
         assert reader.latestOffset(end3, None) == end3
-        assert reader.latestOffset() == end3                # Spark 4.0 signature
+        assert reader.latestOffset() == end3  # Spark 4.0 signature
         # A batch planned by an earlier driver has no jobs here.
         assert reader.partitions({"run": "old", "seq": 5}, {"run": "old", "seq": 6}) == []
         reader.commit({"run": "old", "seq": 6})
@@ -225,8 +250,10 @@ def test_reader_offsets_commit_and_idle_bump(start_node):
 def test_reader_available_now_target_and_nack_on_stop(start_node):
     node = start_node()
     ids = add_jobs(node, "vq", [f"v{k}" for k in range(5)], "RETRY", 300)
-    reader = DisqueStreamReader(SCHEMA, {"nodes": seeds(node), "queue": "vq,none",
-                                         "batchSize": "2", "maxJobsPerTrigger": "3"})
+    reader = DisqueStreamReader(
+        SCHEMA,
+        {"nodes": seeds(node), "queue": "vq,none", "batchSize": "2", "maxJobsPerTrigger": "3"},
+    )
     limit = reader.getDefaultReadLimit()
     assert limit.max_rows == 3
     try:
@@ -242,10 +269,10 @@ def test_reader_available_now_target_and_nack_on_stop(start_node):
         end3 = reader.latestOffset(end2, limit)
         assert end3["seq"] == 3 and [seq for seq, _ in reader.pending] == [2]
     finally:
-        reader.stop()          # batch 2 was never committed
+        reader.stop()  # batch 2 was never committed
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-    assert job_ids(node) == set(batches[1]) | set(late)       # batch 1 acked
-    assert node.call("QLEN", "vq") == 3                        # NACKed, not left to RETRY
+    assert job_ids(node) == set(batches[1]) | set(late)  # batch 1 acked
+    assert node.call("QLEN", "vq") == 3  # NACKed, not left to RETRY
     assert nacks(node, batches[1]) == [1, 1] and nacks(node, late) == [0]
 
 

@@ -16,8 +16,12 @@ from disque_spark.stream import DisqueStreamReader  # noqa: E402
 
 
 def tls_options(certs: dict[str, str], tls_port: int) -> dict[str, str]:
-    return {"nodes": f"127.0.0.1:{tls_port}", "tlsCaCert": certs["ca"],
-            "tlsCert": certs["cert"], "tlsKey": certs["key"]}
+    return {
+        "nodes": f"127.0.0.1:{tls_port}",
+        "tlsCaCert": certs["ca"],
+        "tlsCert": certs["cert"],
+        "tlsKey": certs["key"],
+    }
 
 
 @pytest.mark.timeout(120)
@@ -39,8 +43,9 @@ def test_stream_reader_gets_and_acks_over_tls(start_tls_node, certs):
     """The driver side of a stream (GETJOB, then ACKJOB at commit), without Spark."""
     node, tls_port = start_tls_node(auth_clients="yes")
     ids = {node.call("ADDJOB", "sq", f"s{i}", 0).decode() for i in range(5)}
-    reader = DisqueStreamReader(SCHEMA, {**tls_options(certs, tls_port), "queue": "sq",
-                                         "timeoutMs": "0"})
+    reader = DisqueStreamReader(
+        SCHEMA, {**tls_options(certs, tls_port), "queue": "sq", "timeoutMs": "0"}
+    )
     try:
         start = reader.initialOffset()
         end = reader.latestOffset(start, None)
@@ -56,20 +61,25 @@ def test_stream_reader_gets_and_acks_over_tls(start_tls_node, certs):
 def test_tls_mistakes_are_clear_errors(spark, start_tls_node, certs):
     _, tls_port = start_tls_node()
 
-    def read(key: str, value: str) -> None:   # DataFrameReader.option() mutates the reader
+    def read(key: str, value: str) -> None:  # DataFrameReader.option() mutates the reader
         spark.read.format("disque").option("nodes", f"127.0.0.1:{tls_port}").option(
-            key, value).load().collect()
-    with pytest.raises(Exception, match=r"disque: bad TLS options: CA certificate "
-                                        r"/nonexistent/ca.crt: No such file or directory"):
+            key, value
+        ).load().collect()
+
+    with pytest.raises(
+        Exception,
+        match=r"disque: bad TLS options: CA certificate "
+        r"/nonexistent/ca.crt: No such file or directory",
+    ):
         read("tlsCaCert", "/nonexistent/ca.crt")
     with pytest.raises(Exception, match="TLS handshake failed: certificate verify failed"):
-        read("tls", "true")     # the system CAs: they do not know the test CA
+        read("tls", "true")  # the system CAs: they do not know the test CA
 
 
 def test_tls_options():
     assert _opt_tls({}) is None and _opt_tls({"tls": "false"}) is None
-    assert _opt_tls({"TLS": "true"}).insecure is False       # options are case-insensitive
-    assert _opt_tls({"tlsInsecure": "true"}).insecure is True   # implies tls
+    assert _opt_tls({"TLS": "true"}).insecure is False  # options are case-insensitive
+    assert _opt_tls({"tlsInsecure": "true"}).insecure is True  # implies tls
     with pytest.raises(DisqueError, match="'tls' is false but"):
         _opt_tls({"tls": "false", "tlsInsecure": "true"})
     with pytest.raises(DisqueError, match="private key /k given without a client certificate"):

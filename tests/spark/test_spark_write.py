@@ -17,11 +17,17 @@ def fields(flat: list) -> dict:
 @pytest.mark.timeout(120)
 def test_write_10000_rows_to_a_3_node_cluster(spark, start_cluster):
     cluster = start_cluster(3)
-    df = (spark.range(0, 10000, numPartitions=8)
-          .select(F.concat(F.lit("job-"), F.col("id").cast("string")).alias("body")))
+    df = spark.range(0, 10000, numPartitions=8).select(
+        F.concat(F.lit("job-"), F.col("id").cast("string")).alias("body")
+    )
     # One seed is enough: the tasks discover the other nodes with HELLO.
-    (df.write.format("disque").option("nodes", seeds(cluster[0])).option("queue", "wq")
-     .mode("append").save())
+    (
+        df.write.format("disque")
+        .option("nodes", seeds(cluster[0]))
+        .option("queue", "wq")
+        .mode("append")
+        .save()
+    )
 
     qlens = [n.call("QLEN", "wq") for n in cluster]
     assert sum(qlens) == 10000
@@ -39,13 +45,24 @@ def test_queue_column_overrides_the_option_per_row(spark, start_node):
     node = start_node()
     rows = [("a", "qa"), ("b", None), ("c", "qb"), ("d", "qa")]
     df = spark.createDataFrame(rows, "body string, queue string").coalesce(1)
-    (df.write.format("disque").option("nodes", seeds(node)).option("queue", "qdefault")
-     .option("retry", "7").option("ttl", "600").option("replicate", "1")
-     .mode("append").save())
+    (
+        df.write.format("disque")
+        .option("nodes", seeds(node))
+        .option("queue", "qdefault")
+        .option("retry", "7")
+        .option("ttl", "600")
+        .option("replicate", "1")
+        .mode("append")
+        .save()
+    )
     assert [node.call("QLEN", q) for q in ("qa", "qb", "qdefault")] == [2, 1, 1]
     jobs = [fields(flat) for flat in all_jobs(node)]
     assert {(j[b"queue"], j[b"body"]) for j in jobs} == {
-        (b"qa", b"a"), (b"qdefault", b"b"), (b"qb", b"c"), (b"qa", b"d")}
+        (b"qa", b"a"),
+        (b"qdefault", b"b"),
+        (b"qb", b"c"),
+        (b"qa", b"d"),
+    }
     assert {j[b"retry"] for j in jobs} == {7}
     assert all(590 <= j[b"ttl"] <= 600 for j in jobs)
 
@@ -54,8 +71,14 @@ def test_queue_column_overrides_the_option_per_row(spark, start_node):
 def test_binary_bodies_and_delay(spark, start_node):
     node = start_node()
     df = spark.createDataFrame([(bytes([0, 255, 10, 13]),), (b"\x00",)], "body binary")
-    (df.write.format("disque").option("nodes", seeds(node)).option("queue", "bin")
-     .option("delay", "30").mode("append").save())
+    (
+        df.write.format("disque")
+        .option("nodes", seeds(node))
+        .option("queue", "bin")
+        .option("delay", "30")
+        .mode("append")
+        .save()
+    )
     jobs = [fields(flat) for flat in all_jobs(node, "bin")]
     assert sorted(j[b"body"] for j in jobs) == [b"\x00", bytes([0, 255, 10, 13])]
     # DELAY: the jobs exist but are not queued yet.
@@ -68,14 +91,16 @@ def test_write_failure_names_the_rows_added(spark, start_node):
     node = start_node()
     assert node.call("PAUSE", "paused", "in") == b"in"
     # One ordered partition: rows 0..1233 go to "ok", the rest to the paused queue.
-    df = (spark.range(0, 2000, numPartitions=1)
-          .select(F.col("id").cast("string").alias("body"),
-                  F.when(F.col("id") < 1234, "ok").otherwise("paused").alias("queue")))
+    df = spark.range(0, 2000, numPartitions=1).select(
+        F.col("id").cast("string").alias("body"),
+        F.when(F.col("id") < 1234, "ok").otherwise("paused").alias("queue"),
+    )
     with pytest.raises(Exception) as excinfo:
         df.write.format("disque").option("nodes", seeds(node)).mode("append").save()
     message = str(excinfo.value)
-    assert ("disque: ADDJOB failed after 1234 rows were added: "
-            "PAUSED Queue paused in input, try later") in message
+    assert (
+        "disque: ADDJOB failed after 1234 rows were added: PAUSED Queue paused in input, try later"
+    ) in message
     assert node.call("QLEN", "ok") == 1234
     assert node.call("QLEN", "paused") == 0
 
@@ -86,8 +111,14 @@ def test_writer_skips_a_leaving_node(spark, start_cluster):
     assert cluster[0].call("CLUSTER", "LEAVING", "yes") == b"OK"
     df = spark.range(0, 300, numPartitions=3).select(F.col("id").cast("string").alias("body"))
     # The only seed is the leaving node: HELLO gives it priority 100.
-    (df.write.format("disque").option("nodes", seeds(cluster[0])).option("queue", "lv")
-     .option("replicate", "2").mode("append").save())
+    (
+        df.write.format("disque")
+        .option("nodes", seeds(cluster[0]))
+        .option("queue", "lv")
+        .option("replicate", "2")
+        .mode("append")
+        .save()
+    )
     assert cluster[0].call("QLEN", "lv") == 0
     assert cluster[1].call("QLEN", "lv") + cluster[2].call("QLEN", "lv") == 300
 
@@ -97,15 +128,18 @@ def test_write_configuration_errors(spark, start_node):
     node = start_node()
     no_body = spark.createDataFrame([("x",)], "text string")
     with pytest.raises(Exception, match="needs a 'body' column"):
-        no_body.write.format("disque").option("nodes", seeds(node)).option(
-            "queue", "q").mode("append").save()
+        no_body.write.format("disque").option("nodes", seeds(node)).option("queue", "q").mode(
+            "append"
+        ).save()
     body = spark.createDataFrame([("x",)], "body string")
     with pytest.raises(Exception, match="set option 'queue'"):
         body.write.format("disque").option("nodes", seeds(node)).mode("append").save()
     with pytest.raises(Exception, match="only mode"):
-        body.write.format("disque").option("nodes", seeds(node)).option(
-            "queue", "q").mode("overwrite").save()
+        body.write.format("disque").option("nodes", seeds(node)).option("queue", "q").mode(
+            "overwrite"
+        ).save()
     with pytest.raises(Exception, match="no seed node answered HELLO"):
-        body.write.format("disque").option("nodes", "127.0.0.1:1").option(
-            "queue", "q").mode("append").save()
+        body.write.format("disque").option("nodes", "127.0.0.1:1").option("queue", "q").mode(
+            "append"
+        ).save()
     assert node.call("QLEN", "q") == 0

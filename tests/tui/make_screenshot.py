@@ -40,8 +40,7 @@ def traffic(cluster: ClusterOfNodes, stop: threading.Event) -> None:
                 producer.execute_command("ADDJOB", "orders", f'{{"order": {n}}}', 0)
                 n += 1
             # a blocking GETJOB makes node 1 ask the others for jobs (federation)
-            jobs = consumer.execute_command("GETJOB", "TIMEOUT", 100, "COUNT", 4,
-                                            "FROM", "orders")
+            jobs = consumer.execute_command("GETJOB", "TIMEOUT", 100, "COUNT", 4, "FROM", "orders")
             for job in jobs or []:
                 consumer.execute_command("ACKJOB", job[1])
             time.sleep(0.05)
@@ -64,8 +63,9 @@ def main() -> int:
     outdir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd()
     outdir.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="tui-shot"))
-    cluster = ClusterOfNodes([Node(base / f"n{i}", config={"cluster-node-timeout": "1500"})
-                              .start() for i in range(3)])
+    cluster = ClusterOfNodes(
+        [Node(base / f"n{i}", config={"cluster-node-timeout": "1500"}).start() for i in range(3)]
+    )
     stop = threading.Event()
     try:
         cluster.meet_chain()

@@ -47,8 +47,11 @@ def test_nodes_and_queues_appear_and_follow_the_cluster(start_cluster) -> None:
         app = live_app(cluster[0].port)
         async with app.run_test(size=SIZE) as pilot:
             nodes = app.nodes_view.table
-            await wait_until(pilot, lambda: sorted(row_keys(nodes)) == sorted(ids)
-                             and app.snapshot.nodes_up == 3, message="3 nodes up")
+            await wait_until(
+                pilot,
+                lambda: sorted(row_keys(nodes)) == sorted(ids) and app.snapshot.nodes_up == 3,
+                message="3 nodes up",
+            )
             await wait_until(pilot, lambda: cell(nodes, ids[0], "jobs") == "1")
             assert cell(nodes, ids[1], "status") == "up"
             assert cell(nodes, ids[1], "address") == f"127.0.0.1:{cluster[1].port}"
@@ -62,8 +65,9 @@ def test_nodes_and_queues_appear_and_follow_the_cluster(start_cluster) -> None:
             for i in range(5):
                 cluster[1].call("ADDJOB", "tui-a", f"job-{i + 1}", 0, "REPLICATE", 1)
             cluster[2].call("ADDJOB", "tui-b", "other", 0, "REPLICATE", 1)
-            await wait_until(pilot, lambda: cell(queues, "tui-a", "total") == "6",
-                             message="len 6 after ADDJOB")
+            await wait_until(
+                pilot, lambda: cell(queues, "tui-a", "total") == "6", message="len 6 after ADDJOB"
+            )
             assert cell(queues, "tui-a", "node:" + ids[1]) == "5"
             await wait_until(pilot, lambda: "tui-b" in row_keys(queues))
             await wait_until(pilot, lambda: float(cell(queues, "tui-a", "in")) == 0.0)
@@ -97,12 +101,19 @@ def test_dead_and_frozen_nodes_do_not_stall_the_rest(start_cluster) -> None:
             # SIGSTOP: connections hang; the node goes slow, then down, alone
             cluster[1].pause()
             try:
-                await wait_until(pilot, lambda: app.snapshot.node(ids[1]).status == "down",
-                                 message="frozen node down")
+                await wait_until(
+                    pilot,
+                    lambda: app.snapshot.node(ids[1]).status == "down",
+                    message="frozen node down",
+                )
                 seen, start = app.snapshots_seen, time.monotonic()
                 cluster[0].call("ADDJOB", "tui-live", "x", 0, "REPLICATE", 1)
-                await wait_until(pilot, lambda: cell(nodes, ids[0], "jobs") == "1",
-                                 timeout=3, message="others keep updating")
+                await wait_until(
+                    pilot,
+                    lambda: cell(nodes, ids[0], "jobs") == "1",
+                    timeout=3,
+                    message="others keep updating",
+                )
                 await pilot.pause(1.0)
                 rate = (app.snapshots_seen - seen) / (time.monotonic() - start)
                 assert rate >= 2, f"only {rate:.1f} snapshots/s while a node is frozen"
@@ -110,18 +121,28 @@ def test_dead_and_frozen_nodes_do_not_stall_the_rest(start_cluster) -> None:
                 assert "red" in cell_style(nodes, ids[1], "status")
             finally:
                 cluster[1].resume()
-            await wait_until(pilot, lambda: app.snapshot.node(ids[1]).status == "up",
-                             message="resumed node up again")
+            await wait_until(
+                pilot,
+                lambda: app.snapshot.node(ids[1]).status == "up",
+                message="resumed node up again",
+            )
 
             # SIGKILL: refused connections; shown down with the time since last seen
             cluster[2].kill()
-            await wait_until(pilot, lambda: "DOWN" in cell(nodes, ids[2], "status"),
-                             message="killed node down")
+            await wait_until(
+                pilot, lambda: "DOWN" in cell(nodes, ids[2], "status"), message="killed node down"
+            )
             await wait_until(pilot, lambda: "s ago" in cell(nodes, ids[2], "status"))
             assert "red" in cell_style(nodes, ids[2], "address")
-            await wait_until(pilot, lambda: "pfail" in cell(nodes, ids[2], "flags")
-                             or "fail" in cell(nodes, ids[2], "flags"),
-                             timeout=10, message="cluster flags the dead node")
+            await wait_until(
+                pilot,
+                lambda: (
+                    "pfail" in cell(nodes, ids[2], "flags")
+                    or "fail" in cell(nodes, ids[2], "flags")
+                ),
+                timeout=10,
+                message="cluster flags the dead node",
+            )
             cluster[1].call("ADDJOB", "tui-live", "y", 0, "REPLICATE", 1)
             await wait_until(pilot, lambda: cell(nodes, ids[1], "jobs") == "1")
             assert app.snapshot.nodes_up == 2
@@ -147,15 +168,18 @@ def test_pause_queue_action_changes_the_cluster(start_cluster) -> None:
 
             await pilot.press("p")
             await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-            await pilot.press("escape")            # cancelled: nothing changes
+            await pilot.press("escape")  # cancelled: nothing changes
             await pilot.pause(0.3)
             assert pause_states() == {b"none"}
 
             await pilot.press("p")
             await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("o")
-            await wait_in_thread(pilot, lambda: pause_states() == {b"out"},
-                                 message="PAUSE out broadcast to every node")
+            await wait_in_thread(
+                pilot,
+                lambda: pause_states() == {b"out"},
+                message="PAUSE out broadcast to every node",
+            )
             await wait_until(pilot, lambda: cell(queues, "tui-p", "pause") == "out")
             assert cluster[1].call("PAUSE", "tui-other", "state") == b"none"
 
@@ -183,18 +207,24 @@ def test_leaving_action_changes_the_cluster(start_cluster) -> None:
         app = live_app(cluster[0].port)
         async with app.run_test(size=SIZE) as pilot:
             nodes = app.nodes_view.table
-            await wait_until(pilot, lambda: ids[2] in row_keys(nodes)
-                             and app.snapshot.nodes_up == 3)
+            await wait_until(
+                pilot, lambda: ids[2] in row_keys(nodes) and app.snapshot.nodes_up == 3
+            )
             nodes.select_key(ids[2])
             await pilot.press("l")
             await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
-            await wait_in_thread(pilot, lambda: "leaving" in cluster.flags_of(cluster[0],
-                                                                               cluster[2]),
-                                 message="CLUSTER LEAVING yes seen by the cluster")
+            await wait_in_thread(
+                pilot,
+                lambda: "leaving" in cluster.flags_of(cluster[0], cluster[2]),
+                message="CLUSTER LEAVING yes seen by the cluster",
+            )
             await wait_until(pilot, lambda: "leaving" in cell(nodes, ids[2], "flags"))
-            await wait_until(pilot, lambda: "left" in cell(nodes, ids[2], "drain"),
-                             message="drain progress shown")
+            await wait_until(
+                pilot,
+                lambda: "left" in cell(nodes, ids[2], "drain"),
+                message="drain progress shown",
+            )
             assert "yellow" in cell_style(nodes, ids[2], "address")
             detail = str(app.nodes_view.query_one("#node-detail", Static).content)
             assert "leaving" in detail and "drained" in detail
@@ -202,8 +232,11 @@ def test_leaving_action_changes_the_cluster(start_cluster) -> None:
             await pilot.press("l")
             await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
-            await wait_in_thread(pilot, lambda: "leaving" not in cluster.flags_of(
-                cluster[0], cluster[2]), message="CLUSTER LEAVING no")
+            await wait_in_thread(
+                pilot,
+                lambda: "leaving" not in cluster.flags_of(cluster[0], cluster[2]),
+                message="CLUSTER LEAVING no",
+            )
             await wait_until(pilot, lambda: cell(nodes, ids[2], "drain") == "")
 
     run(scenario())
@@ -221,12 +254,17 @@ def test_drill_down_shows_qpeek_and_show(start_cluster) -> None:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("2")
             queues = app.queues_view.table
-            await wait_until(pilot, lambda: "tui-d" in row_keys(queues)
-                             and cell(queues, "tui-d", "total") == "3")
+            await wait_until(
+                pilot, lambda: "tui-d" in row_keys(queues) and cell(queues, "tui-d", "total") == "3"
+            )
             queues.select_key("tui-d")
             await pilot.press("enter")
-            screen = await wait_until(pilot, lambda: isinstance(app.screen, QueueDetailScreen)
-                                      and app.screen.peeks and app.screen)
+            screen = await wait_until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, QueueDetailScreen) and app.screen.peeks and app.screen
+                ),
+            )
             by_node = {p.node_id: p for p in screen.peeks}
             expected = cluster[0].call("QPEEK", "tui-d", 5)
             assert [j.id for j in by_node[ids[0]].oldest] == [e[1].decode() for e in expected]
@@ -238,20 +276,30 @@ def test_drill_down_shows_qpeek_and_show(start_cluster) -> None:
             await wait_until(pilot, lambda: stats.row_count == 2)
 
             jobs = screen.query_one("#queue-jobs")
-            row = next(i for i, key in enumerate(jobs.rows)
-                       if screen.jobs.get(key.value, ("",))[0] == first)
+            row = next(
+                i
+                for i, key in enumerate(jobs.rows)
+                if screen.jobs.get(key.value, ("",))[0] == first
+            )
             jobs.move_cursor(row=row)
-            await pilot.press("enter")            # the oldest job on node 0
-            job = await wait_until(pilot, lambda: isinstance(app.screen, JobDetailScreen)
-                                   and app.screen.shows and app.screen)
+            await pilot.press("enter")  # the oldest job on node 0
+            job = await wait_until(
+                pilot,
+                lambda: isinstance(app.screen, JobDetailScreen) and app.screen.shows and app.screen,
+            )
             assert job.job_id == first
             show = {s.node_id: s for s in job.shows}
             assert show[ids[0]].fields["state"] == "queued"
             assert show[ids[0]].fields["body"] == b"oldest body"
             assert show[ids[0]].fields["nacks"] == 0
             text = rendered(job.query_one("#job-fields", Static).content)
-            for expected_text in ("queued", "additional-deliveries", "nodes-delivered",
-                                  "oldest body", first[:10]):
+            for expected_text in (
+                "queued",
+                "additional-deliveries",
+                "nodes-delivered",
+                "oldest body",
+                first[:10],
+            ):
                 assert expected_text in text
             await pilot.press("escape")
             await wait_until(pilot, lambda: isinstance(app.screen, QueueDetailScreen))
@@ -276,14 +324,18 @@ def test_a_killed_node_keeps_its_queues_as_stranded(start_cluster) -> None:
         app = live_app(cluster[0].port)
         async with app.run_test(size=(160, 45)) as pilot:
             nodes, watch = app.nodes_view.table, app.incident_view.watch_table
-            await wait_until(pilot, lambda: cell(watch, "only-there", "total") == "20",
-                             message="the queue on the node about to die")
+            await wait_until(
+                pilot,
+                lambda: cell(watch, "only-there", "total") == "20",
+                message="the queue on the node about to die",
+            )
             assert cell(nodes, ids[2], "ops") != "-"
             # the oldest job's age, from its SHOW ctime
             assert cell(watch, "only-there", "oldest").endswith("s")
             cluster[2].kill()
-            await wait_until(pilot, lambda: "DOWN" in cell(nodes, ids[2], "status"),
-                             message="killed node down")
+            await wait_until(
+                pilot, lambda: "DOWN" in cell(nodes, ids[2], "status"), message="killed node down"
+            )
             snapshot = app.snapshot
             assert snapshot.node(ids[2]).error == "connection refused"
             assert snapshot.queue("only-there").stranded == 20
@@ -320,20 +372,32 @@ def test_a_node_replaced_on_its_port_is_a_new_node(start_cluster, tmp_path) -> N
             fresh = await asyncio.to_thread(cluster[2].replaced, tmp_path / "fresh")
             try:
                 new_id = fresh.call("CLUSTER", "MYID").decode()
-                await wait_until(pilot, lambda: "now answers as node " + new_id[:8]
-                                 in (app.snapshot.node(ids[2]).error or ""),
-                                 message="the old ID down, its address answering another")
+                await wait_until(
+                    pilot,
+                    lambda: (
+                        "now answers as node " + new_id[:8]
+                        in (app.snapshot.node(ids[2]).error or "")
+                    ),
+                    message="the old ID down, its address answering another",
+                )
                 assert app.snapshot.node(ids[2]).status == "down"
                 assert app.snapshot.nodes_up == 2
                 # The operator meets the new node once the cluster has failed the old one.
-                await wait_in_thread(pilot, lambda: "fail" in cluster.flags_of(cluster[0],
-                                                                              cluster[2]),
-                                     timeout=15, message="the old ID FAIL in the cluster")
-                await asyncio.to_thread(cluster[0].call, "CLUSTER", "MEET", "127.0.0.1",
-                                        str(fresh.port))
-                await wait_until(pilot, lambda: new_id in row_keys(nodes)
-                                 and app.snapshot.node(new_id).status == "up",
-                                 timeout=20, message="the new node, met, as a node of its own")
+                await wait_in_thread(
+                    pilot,
+                    lambda: "fail" in cluster.flags_of(cluster[0], cluster[2]),
+                    timeout=15,
+                    message="the old ID FAIL in the cluster",
+                )
+                await asyncio.to_thread(
+                    cluster[0].call, "CLUSTER", "MEET", "127.0.0.1", str(fresh.port)
+                )
+                await wait_until(
+                    pilot,
+                    lambda: new_id in row_keys(nodes) and app.snapshot.node(new_id).status == "up",
+                    timeout=20,
+                    message="the new node, met, as a node of its own",
+                )
                 assert cell(nodes, new_id, "address") == cell(nodes, ids[2], "address")
                 assert "DOWN" in cell(nodes, ids[2], "status")
                 assert app.snapshot.nodes_up == 3 and len(app.snapshot.nodes) == 4

@@ -20,8 +20,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_tui(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "disque_tui", *args], capture_output=True,
-                          text=True, timeout=20, env=env, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "disque_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_nothing_listening_is_one_line_and_exit_1() -> None:
@@ -49,8 +55,9 @@ def test_wrong_password_is_one_line(start_node, capsys) -> None:
 
 
 def test_arguments_like_redis_cli() -> None:
-    args = build_parser().parse_args(["-h", "10.0.0.5", "-p", "7712", "-a", "pw",
-                                      "--interval", "0.5"])
+    args = build_parser().parse_args(
+        ["-h", "10.0.0.5", "-p", "7712", "-a", "pw", "--interval", "0.5"]
+    )
     assert (args.host, args.port, args.password, args.interval) == ("10.0.0.5", 7712, "pw", 0.5)
     result = run_tui("--help")
     assert result.returncode == 0
@@ -64,11 +71,14 @@ def test_runs_in_a_terminal_and_quits_cleanly(start_cluster, key: str) -> None:
     import pexpect
 
     cluster = start_cluster(2)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS="100",
-               LINES="30")
-    child = pexpect.spawn(sys.executable, ["-m", "disque_tui", "-p", str(cluster[0].port),
-                                           "--interval", "0.3"],
-                          env=env, dimensions=(30, 100), timeout=20)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS="100", LINES="30")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "disque_tui", "-p", str(cluster[0].port), "--interval", "0.3"],
+        env=env,
+        dimensions=(30, 100),
+        timeout=20,
+    )
     try:
         child.expect("2/2 nodes up")
         child.send(key)
@@ -80,27 +90,44 @@ def test_runs_in_a_terminal_and_quits_cleanly(start_cluster, key: str) -> None:
 
 # ---- TLS: disque's options, the same checks and one-line failures ---------------------
 
+
 def test_tls_options_like_disque() -> None:
     args = build_parser().parse_args(["--cacert", "ca.crt", "--cert", "c.crt", "--key", "c.key"])
     assert (args.tls, args.cacert, args.cert, args.key, args.insecure) == (
-        False, "ca.crt", "c.crt", "c.key", False)
+        False,
+        "ca.crt",
+        "c.crt",
+        "c.key",
+        False,
+    )
     assert build_parser().parse_args(["--tls", "--insecure"]).insecure is True
     help_text = run_tui("--help").stdout
     for flag in ("--tls", "--cacert FILE", "--cert FILE", "--key FILE", "--insecure"):
         assert flag in help_text
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["--cacert", "/nonexistent/ca.crt"],
-     "CA certificate /nonexistent/ca.crt: No such file or directory"),
-    (["--tls", "--key", "{key}"], "private key {key} given without a client certificate"),
-    (["--cert", "{cert}", "--key", "{ca_key}"],
-     "client certificate {cert} with key {ca_key}: key values mismatch"),
-    (["--cacert", "{key}"], "CA certificate {key}: no certificate or crl found"),
-], ids=["missing-ca", "key-without-cert", "wrong-key", "key-as-ca"])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--cacert", "/nonexistent/ca.crt"],
+            "CA certificate /nonexistent/ca.crt: No such file or directory",
+        ),
+        (["--tls", "--key", "{key}"], "private key {key} given without a client certificate"),
+        (
+            ["--cert", "{cert}", "--key", "{ca_key}"],
+            "client certificate {cert} with key {ca_key}: key values mismatch",
+        ),
+        (["--cacert", "{key}"], "CA certificate {key}: no certificate or crl found"),
+    ],
+    ids=["missing-ca", "key-without-cert", "wrong-key", "key-as-ca"],
+)
 def test_bad_tls_files_are_one_line(certs, capsys, args: list[str], expected: str) -> None:
-    files = {"key": certs["key"], "cert": certs["cert"],
-             "ca_key": str(Path(certs["ca"]).with_name("ca.key"))}
+    files = {
+        "key": certs["key"],
+        "cert": certs["cert"],
+        "ca_key": str(Path(certs["ca"]).with_name("ca.key")),
+    }
     assert main(["-p", str(free_port()), *(a.format(**files) for a in args)]) == 1
     err = capsys.readouterr().err
     assert err == f"disque-tui: could not create an SSL context: {expected.format(**files)}\n"
@@ -110,12 +137,19 @@ def test_tls_connection_failures_are_one_line(start_tls_node, certs, capsys) -> 
     node, tls_port = start_tls_node(auth_clients="yes")
     cases = [
         (["-p", str(tls_port)], "Connection closed by server (is it a TLS port? see --tls)"),
-        (["-p", str(tls_port), "--tls"],     # the system's CAs do not know the test CA
-         "TLS handshake failed: certificate verify failed: "),
-        (["-p", str(tls_port), "--cacert", certs["ca"]], "Connection closed by server (does "
-         "the node require a client certificate? see --cert and --key)"),
-        (["-p", str(node.port), "--insecure"],
-         "TLS handshake failed: wrong version number (is it the node's tls-port?)"),
+        (
+            ["-p", str(tls_port), "--tls"],  # the system's CAs do not know the test CA
+            "TLS handshake failed: certificate verify failed: ",
+        ),
+        (
+            ["-p", str(tls_port), "--cacert", certs["ca"]],
+            "Connection closed by server (does "
+            "the node require a client certificate? see --cert and --key)",
+        ),
+        (
+            ["-p", str(node.port), "--insecure"],
+            "TLS handshake failed: wrong version number (is it the node's tls-port?)",
+        ),
     ]
     for args, reason in cases:
         assert main([*args, "--timeout", "3"]) == 1, args
@@ -129,12 +163,28 @@ def test_runs_over_tls_in_a_terminal(start_tls_node, certs) -> None:
     import pexpect
 
     _, tls_port = start_tls_node(auth_clients="yes")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS="100",
-               LINES="30")
-    child = pexpect.spawn(sys.executable, ["-m", "disque_tui", "-p", str(tls_port), "--tls",
-                                           "--cacert", certs["ca"], "--cert", certs["cert"],
-                                           "--key", certs["key"], "--interval", "0.3"],
-                          env=env, dimensions=(30, 100), timeout=20)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS="100", LINES="30")
+    child = pexpect.spawn(
+        sys.executable,
+        [
+            "-m",
+            "disque_tui",
+            "-p",
+            str(tls_port),
+            "--tls",
+            "--cacert",
+            certs["ca"],
+            "--cert",
+            certs["cert"],
+            "--key",
+            certs["key"],
+            "--interval",
+            "0.3",
+        ],
+        env=env,
+        dimensions=(30, 100),
+        timeout=20,
+    )
     try:
         child.expect("1/1 nodes up")
         child.send("q")
@@ -145,6 +195,7 @@ def test_runs_over_tls_in_a_terminal(start_tls_node, certs) -> None:
 
 
 # ---- --once, and no terminal ----------------------------------------------------------
+
 
 def test_once_prints_the_overview_as_plain_text(start_cluster) -> None:
     """`disque-tui --once` (like `top -b -n 1`): the overview once, plain text, exit
@@ -173,6 +224,7 @@ def test_once_prints_the_overview_as_plain_text(start_cluster) -> None:
 
 # ---- a real terminal ----------------------------------------------------------------------
 
+
 def test_the_overview_in_a_real_terminal(start_cluster, tmp_path) -> None:
     """The real program in tmux at 160x45, as an operator would see it: the overview
     fills the screen (problems, nodes, queues that matter), and follows a node's death."""
@@ -180,6 +232,7 @@ def test_the_overview_in_a_real_terminal(start_cluster, tmp_path) -> None:
     import time
 
     from nodes import wait_for
+
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (apt-get install tmux)")
     cluster = start_cluster(3)
@@ -187,34 +240,48 @@ def test_the_overview_in_a_real_terminal(start_cluster, tmp_path) -> None:
         cluster[2].call("ADDJOB", "only-there", f"job-{i}", 0, "REPLICATE", 1)
     socket = str(tmp_path / "tmux.sock")
     tmux = ["tmux", "-S", socket]
-    command = (f"cd {ROOT} && PYTHONPATH={ROOT} TERM=xterm-256color exec {sys.executable} "
-               f"-m disque_tui -p {cluster[0].port} --interval 0.3")
-    subprocess.run([*tmux, "new-session", "-d", "-x", "160", "-y", "45", command],
-                   check=True, timeout=10, env={**os.environ, "TMUX": ""})
+    command = (
+        f"cd {ROOT} && PYTHONPATH={ROOT} TERM=xterm-256color exec {sys.executable} "
+        f"-m disque_tui -p {cluster[0].port} --interval 0.3"
+    )
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", "160", "-y", "45", command],
+        check=True,
+        timeout=10,
+        env={**os.environ, "TMUX": ""},
+    )
 
     def screen() -> str:
-        return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True,
-                              timeout=10).stdout
+        return subprocess.run(
+            [*tmux, "capture-pane", "-p"], capture_output=True, text=True, timeout=10
+        ).stdout
 
     try:
-        wait_for(lambda: "3/3 nodes up" in screen() and "only-there" in screen(), 20,
-                 message="the overview on the terminal")
+        wait_for(
+            lambda: "3/3 nodes up" in screen() and "only-there" in screen(),
+            20,
+            message="the overview on the terminal",
+        )
         lines = screen().splitlines()
         assert lines[1].split()[:2] == ["Overview", "[1]"]
         assert "✔ no problem" in lines[3]
         assert sum(f"127.0.0.1:{n.port}" in line for n in cluster for line in lines) >= 3
         assert any(line.split()[:1] == ["only-there"] for line in lines)
         cluster[2].kill()
-        wait_for(lambda: "20 jobs of queue only-there stranded on down node" in screen(), 20,
-                 message="the stranded jobs named on the terminal")
+        wait_for(
+            lambda: "20 jobs of queue only-there stranded on down node" in screen(),
+            20,
+            message="the stranded jobs named on the terminal",
+        )
         text = screen()
         assert "2/3 nodes up" in text and "20 stranded" in text
         used = [line for line in text.splitlines() if line.strip()]
         assert len(used) >= 12, text
         subprocess.run([*tmux, "send-keys", "q"], timeout=10)
         deadline = time.monotonic() + 10
-        while subprocess.run([*tmux, "has-session"], capture_output=True,
-                             timeout=10).returncode == 0:
+        while (
+            subprocess.run([*tmux, "has-session"], capture_output=True, timeout=10).returncode == 0
+        ):
             assert time.monotonic() < deadline, "q did not quit:\n" + screen()
             time.sleep(0.1)
     finally:

@@ -40,18 +40,23 @@ def test_discovery_and_membership(start_cluster, start_node) -> None:
 
             # a node that meets the cluster appears
             cluster[0].call("CLUSTER", "MEET", "127.0.0.1", str(newcomer.port))
-            snap = await cycles_until(poller, lambda s: s.node(new_id) is not None
-                                      and s.node(new_id).up, message="newcomer appears")
+            snap = await cycles_until(
+                poller,
+                lambda s: s.node(new_id) is not None and s.node(new_id).up,
+                message="newcomer appears",
+            )
             assert snap.node(new_id).port == newcomer.port
 
             # a node the cluster forgets goes
             newcomer.kill()
-            await cycles_until(poller, lambda s: s.node(new_id).status == "down",
-                               message="newcomer down")
+            await cycles_until(
+                poller, lambda s: s.node(new_id).status == "down", message="newcomer down"
+            )
             for node in cluster:
                 node.call("CLUSTER", "FORGET", new_id)
-            snap = await cycles_until(poller, lambda s: s.node(new_id) is None,
-                                      message="forgotten node dropped")
+            snap = await cycles_until(
+                poller, lambda s: s.node(new_id) is None, message="forgotten node dropped"
+            )
             assert {n.id for n in snap.nodes} == ids
         finally:
             await poller.close()
@@ -74,10 +79,14 @@ def test_a_frozen_node_does_not_delay_the_cycle(start_cluster) -> None:
                 # the cycle ends after one interval, not after the 2 s node timeout
                 assert time.monotonic() - started < 1.0
                 assert snap.node(frozen_id).status in ("slow", "up")
-                snap = await cycles_until(poller, lambda s: s.node(frozen_id).status == "slow",
-                                          message="slow")
-                snap = await cycles_until(poller, lambda s: s.node(frozen_id).status == "down",
-                                          message="down after the timeout")
+                snap = await cycles_until(
+                    poller, lambda s: s.node(frozen_id).status == "slow", message="slow"
+                )
+                snap = await cycles_until(
+                    poller,
+                    lambda s: s.node(frozen_id).status == "down",
+                    message="down after the timeout",
+                )
                 assert snap.node(frozen_id).error == "timeout"
                 assert snap.nodes_up == 2
                 assert snap.node(frozen_id).last_seen_ago >= 2.0
@@ -102,7 +111,7 @@ def test_queues_paged_and_rated(start_node) -> None:
         poller = Poller("127.0.0.1", node.port, interval=0.2, scan_count=7)
         try:
             snap = await poller.poll_cycle()
-            assert len(snap.queues) == 120           # 18 QSCAN pages of COUNT 7
+            assert len(snap.queues) == 120  # 18 QSCAN pages of COUNT 7
             assert snap.queue("pq000").length == 1
             assert snap.nodes[0].queues == 120 and snap.nodes[0].jobs == 120
             await asyncio.sleep(0.2)

@@ -37,8 +37,10 @@ async def until(pilot: Pilot, predicate) -> None:
 def test_overview_screen(snap_compare) -> None:
     """The first screen: problems, nodes (a leaving node with drain progress,
     selected; a down node in red), the queues that matter."""
+
     async def select_leaving(pilot: Pilot) -> None:
         await pilot.press("down", "down")
+
     assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=select_leaving)
 
 
@@ -51,8 +53,10 @@ def test_overview_during_an_incident(snap_compare) -> None:
     its queues kept as stranded), a node replaced on its port by a new ID (two
     rows), a queue growing with nothing consuming it, a node leaving; the killed
     node selected."""
+
     async def select_killed(pilot: Pilot) -> None:
         await pilot.press("down", "down", "down")
+
     app = DisqueTUI(FixedSource(incident_snapshot()), seed="127.0.0.1:7711")
     assert snap_compare(app, terminal_size=(160, 45), run_before=select_killed)
 
@@ -67,30 +71,37 @@ def test_queues_screen_sorted_by_length(snap_compare) -> None:
     async def sort(pilot: Pilot) -> None:
         await pilot.press("2")
         pilot.app.queues_view.sort_by("total")
+
     assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=sort)
 
 
 def test_queues_screen_filtered(snap_compare) -> None:
-    assert snap_compare(fixed_app(), terminal_size=SIZE,
-                        press=["2", "slash", "r", "e", "enter"])
+    assert snap_compare(fixed_app(), terminal_size=SIZE, press=["2", "slash", "r", "e", "enter"])
 
 
 def test_queue_detail(snap_compare) -> None:
     async def open_queue(pilot: Pilot) -> None:
         await pilot.press("2", "down", "enter")
-        await until(pilot, lambda: isinstance(pilot.app.screen, QueueDetailScreen)
-                    and pilot.app.screen.peeks)
+        await until(
+            pilot,
+            lambda: isinstance(pilot.app.screen, QueueDetailScreen) and pilot.app.screen.peeks,
+        )
+
     assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_queue)
 
 
 def test_job_detail(snap_compare) -> None:
     async def open_job(pilot: Pilot) -> None:
         await pilot.press("2", "down", "enter")
-        await until(pilot, lambda: isinstance(pilot.app.screen, QueueDetailScreen)
-                    and pilot.app.screen.peeks)
+        await until(
+            pilot,
+            lambda: isinstance(pilot.app.screen, QueueDetailScreen) and pilot.app.screen.peeks,
+        )
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(pilot.app.screen, JobDetailScreen)
-                    and pilot.app.screen.shows)
+        await until(
+            pilot, lambda: isinstance(pilot.app.screen, JobDetailScreen) and pilot.app.screen.shows
+        )
+
     assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_job)
 
 
@@ -98,6 +109,7 @@ def test_pause_dialog(snap_compare) -> None:
     async def ask(pilot: Pilot) -> None:
         await pilot.press("2", "p")
         await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
+
     assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=ask)
 
 
@@ -125,6 +137,7 @@ def test_actions_reach_the_source() -> None:
         return source.actions
 
     from tui_fixtures import N2
+
     assert asyncio.run(scenario()) == [("leaving", N2, True), ("pause", "jobs", "in", True)]
 
 
@@ -157,9 +170,13 @@ def test_screenshot_says_where_or_why_not(tmp_path, monkeypatch, where: str) -> 
     import asyncio
 
     from textual.command import CommandPalette
+
     monkeypatch.chdir(tmp_path)
-    directory = {"current directory": None, "--screenshot-dir": str(tmp_path / "shots"),
-                 "missing dir": str(tmp_path / "nowhere")}[where]
+    directory = {
+        "current directory": None,
+        "--screenshot-dir": str(tmp_path / "shots"),
+        "missing dir": str(tmp_path / "nowhere"),
+    }[where]
     (tmp_path / "shots").mkdir()
 
     async def scenario() -> list[str]:
@@ -177,23 +194,28 @@ def test_screenshot_says_where_or_why_not(tmp_path, monkeypatch, where: str) -> 
     saved = sorted(tmp_path.rglob("*.svg"))
     if where == "missing dir":
         assert saved == []
-        assert messages == [f"Screenshot not saved in {tmp_path / 'nowhere'}: "
-                            "No such file or directory"]
+        assert messages == [
+            f"Screenshot not saved in {tmp_path / 'nowhere'}: No such file or directory"
+        ]
     else:
         folder = tmp_path if directory is None else tmp_path / "shots"
         assert [p.parent for p in saved] == [folder]
         assert messages == [f"Screenshot saved to {saved[0]}"]
 
 
-@pytest.mark.parametrize(("image", "snapshot"), [
-    ("tui.svg", "test_overview_during_an_incident.svg"),
-    ("tui-queues.svg", "test_queues_screen_sorted_by_length.svg")])
+@pytest.mark.parametrize(
+    ("image", "snapshot"),
+    [
+        ("tui.svg", "test_overview_during_an_incident.svg"),
+        ("tui-queues.svg", "test_queues_screen_sorted_by_length.svg"),
+    ],
+)
 def test_readme_images_are_the_snapshots(image: str, snapshot: str) -> None:
     """The README shows what the tests check: after --snapshot-update, copy them."""
     root = Path(__file__).resolve().parents[2]
     assert (root / "docs" / image).read_bytes() == (
-        Path(__file__).parent / "__snapshots__" / "test_tui_snapshots" / snapshot).read_bytes(), \
-        f"cp tests/tui/__snapshots__/test_tui_snapshots/{snapshot} docs/{image}"
+        Path(__file__).parent / "__snapshots__" / "test_tui_snapshots" / snapshot
+    ).read_bytes(), f"cp tests/tui/__snapshots__/test_tui_snapshots/{snapshot} docs/{image}"
 
 
 def test_a_queue_that_matters_opens_with_enter_and_pauses_with_p() -> None:
@@ -211,7 +233,7 @@ def test_a_queue_that_matters_opens_with_enter_and_pauses_with_p() -> None:
             name = app.screen.queue
             await pilot.press("escape")
             await until(pilot, lambda: len(app.screen_stack) == 1)
-            await pilot.press("p")       # pause the queue under the cursor: audit
+            await pilot.press("p")  # pause the queue under the cursor: audit
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("o")
             await until(pilot, lambda: app.source.actions)

@@ -24,8 +24,11 @@ def test_polls_and_drills_down_over_tls(start_tls_node, certs) -> None:
         app = live_app(tls_port, password="pw", tls=tls)
         async with app.run_test(size=SIZE) as pilot:
             nodes = app.nodes_view.table
-            await wait_until(pilot, lambda: cell(nodes, node_id, "status") == "up",
-                             message="the node up over TLS")
+            await wait_until(
+                pilot,
+                lambda: cell(nodes, node_id, "status") == "up",
+                message="the node up over TLS",
+            )
             # Reached where we named it (its tls-port), not at HELLO's plain port.
             assert cell(nodes, node_id, "address") == f"127.0.0.1:{tls_port}"
             await wait_until(pilot, lambda: cell(nodes, node_id, "jobs") == "1")
@@ -35,9 +38,13 @@ def test_polls_and_drills_down_over_tls(start_tls_node, certs) -> None:
             await wait_until(pilot, lambda: "tls-q" in row_keys(queues), message="queue row")
             assert cell(queues, "tls-q", "total") == "1"
             queues.select_key("tls-q")
-            await pilot.press("enter")          # QPEEK, on the same TLS connections
-            screen = await wait_until(pilot, lambda: isinstance(app.screen, QueueDetailScreen)
-                                      and app.screen.peeks and app.screen)
+            await pilot.press("enter")  # QPEEK, on the same TLS connections
+            screen = await wait_until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, QueueDetailScreen) and app.screen.peeks and app.screen
+                ),
+            )
             (peek,) = screen.peeks
             assert peek.error is None
             assert [(j.id, j.body) for j in peek.oldest] == [(jid, b"over tls")]
@@ -47,18 +54,19 @@ def test_polls_and_drills_down_over_tls(start_tls_node, certs) -> None:
     run(scenario())
 
 
-def test_a_node_refusing_the_handshake_is_shown_with_the_reason(start_tls_node,
-                                                                  certs) -> None:
+def test_a_node_refusing_the_handshake_is_shown_with_the_reason(start_tls_node, certs) -> None:
     """No CA given: the node's certificate cannot be verified; the dashboard says so."""
     _, tls_port = start_tls_node()
 
     async def scenario() -> None:
         app = live_app(tls_port, tls=TLS())
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.snapshot is not None and app.snapshot.error,
-                             message="a failed cycle")
-            assert app.snapshot.error.startswith("TLS handshake failed: certificate verify "
-                                                 "failed")
+            await wait_until(
+                pilot,
+                lambda: app.snapshot is not None and app.snapshot.error,
+                message="a failed cycle",
+            )
+            assert app.snapshot.error.startswith("TLS handshake failed: certificate verify failed")
             await pilot.press("q")
 
     run(scenario())

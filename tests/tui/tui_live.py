@@ -19,8 +19,13 @@ INTERVAL = 0.2
 SIZE = (100, 30)
 
 
-def live_app(port: int, interval: float = INTERVAL, timeout: float | None = None,
-             password: str | None = None, tls: TLS | None = None) -> DisqueTUI:
+def live_app(
+    port: int,
+    interval: float = INTERVAL,
+    timeout: float | None = None,
+    password: str | None = None,
+    tls: TLS | None = None,
+) -> DisqueTUI:
     """The dashboard polling the node on `port` (and through it the cluster)."""
     poller = Poller("127.0.0.1", port, password, interval=interval, timeout=timeout, tls=tls)
     return DisqueTUI(PollerThread(poller), seed=f"127.0.0.1:{port}")
@@ -31,8 +36,9 @@ def run(coro: Coroutine[Any, Any, Any]) -> Any:
     return asyncio.run(coro)
 
 
-async def wait_until(pilot: Pilot, predicate: Callable[[], Any], timeout: float = 10.0,
-                     message: str = "condition") -> Any:
+async def wait_until(
+    pilot: Pilot, predicate: Callable[[], Any], timeout: float = 10.0, message: str = "condition"
+) -> Any:
     """Let the app run until `predicate()` is truthy; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     last_exc: Exception | None = None
@@ -44,18 +50,23 @@ async def wait_until(pilot: Pilot, predicate: Callable[[], Any], timeout: float 
         except Exception as exc:  # the app may not have drawn that part yet
             last_exc = exc
         await pilot.pause(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {message}"
-                         + (f" (last error: {last_exc!r})" if last_exc else ""))
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {message}"
+        + (f" (last error: {last_exc!r})" if last_exc else "")
+    )
 
 
-async def wait_in_thread(pilot: Pilot, predicate: Callable[[], Any], timeout: float = 10.0,
-                         message: str = "condition") -> Any:
+async def wait_in_thread(
+    pilot: Pilot, predicate: Callable[[], Any], timeout: float = 10.0, message: str = "condition"
+) -> Any:
     """Like wait_until, for predicates that talk to the cluster (blocking calls)."""
+
     async def check() -> Any:
         try:
             return await asyncio.to_thread(predicate)
         except Exception:
             return None
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = await check()

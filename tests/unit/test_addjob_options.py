@@ -29,10 +29,12 @@ TTL = b"-ERR TTL must be a number > 0\r\n"
 RETRY = b"-ERR RETRY time must be a non negative number\r\n"
 DELAY = b"-ERR DELAY time must be a non negative number\r\n"
 MAXLEN = b"-ERR MAXLEN must be a positive number\r\n"
-REPLICATE_WITH_RETRY_0 = (b"-ERR With RETRY set to 0 please explicitly set  REPLICATE to 1 "
-                          b"(at-most-once delivery)\r\n")
-DELAY_OVER_TTL = (b"-ERR The specified DELAY is greater than TTL. Job refused since would "
-                  b"never be delivered\r\n")
+REPLICATE_WITH_RETRY_0 = (
+    b"-ERR With RETRY set to 0 please explicitly set  REPLICATE to 1 (at-most-once delivery)\r\n"
+)
+DELAY_OVER_TTL = (
+    b"-ERR The specified DELAY is greater than TTL. Job refused since would never be delivered\r\n"
+)
 
 
 class ReplySink:
@@ -62,15 +64,28 @@ def fields(opts: AddjobOptions) -> dict[str, object]:
 
 def test_no_options() -> None:
     opts, _ = parse(replicate=3)
-    assert fields(opts) == {"replicate": 3, "ttl": DEFAULT_TTL, "retry": 300, "delay": 0,
-                            "maxlen": 0, "asynchronous": False}
+    assert fields(opts) == {
+        "replicate": 3,
+        "ttl": DEFAULT_TTL,
+        "retry": 300,
+        "delay": 0,
+        "maxlen": 0,
+        "asynchronous": False,
+    }
 
 
 def test_every_option() -> None:
-    opts, _ = parse("replicate", "2", "Delay", "5", "RETRY", "60", "ttl", "3600", "MaxLen",
-                    "10", "async")
-    assert fields(opts) == {"replicate": 2, "ttl": 3600, "retry": 60, "delay": 5,
-                            "maxlen": 10, "asynchronous": True}
+    opts, _ = parse(
+        "replicate", "2", "Delay", "5", "RETRY", "60", "ttl", "3600", "MaxLen", "10", "async"
+    )
+    assert fields(opts) == {
+        "replicate": 2,
+        "ttl": 3600,
+        "retry": 60,
+        "delay": 5,
+        "maxlen": 10,
+        "asynchronous": True,
+    }
 
 
 def test_the_last_of_a_repeated_option_wins() -> None:
@@ -108,33 +123,36 @@ def test_any_valid_options_in_any_order_and_case(data: st.DataObject) -> None:
         assert getattr(opts, name) == value
 
 
-@pytest.mark.parametrize(("options", "error"), [
-    (("REPLICATE", "0"), REPLICATE),
-    (("REPLICATE", "65536"), REPLICATE),
-    (("REPLICATE", "x"), REPLICATE),
-    (("TTL", "0"), TTL),
-    (("TTL", "-1"), TTL),
-    (("TTL", "1.5"), TTL),
-    (("RETRY", "-1"), RETRY),
-    (("DELAY", "-1"), DELAY),
-    (("MAXLEN", "0"), MAXLEN),
-    (("TTL", "9223372036854775808"), TTL),      # over a long long
-    (("TTL", " 60"), TTL),                        # strtoll skips a blank, Disque does not
-    (("TTL", "60 "), TTL),
-    (("TTL", "1_0"), TTL),                        # int() takes it and the two above
-    (("TTL", "+"), TTL),                          # a sign with no digits
-    (("TTL", "\u0661"), TTL),                     # a digit, but not an ASCII one
-    (("TTL", "0x10"), TTL),
-    (("TTL",), SYNTAX),                           # an option with no value
-    (("ASYNC", "TTL"), SYNTAX),
-    (("ASYNC", "10"), SYNTAX),                    # ASYNC takes no value
-    (("NOSUCH", "1"), SYNTAX),
-    (("TTL", "0", "REPLICATE", "0"), TTL),        # the first bad one is the error
-    (("BAD", "TTL", "0"), SYNTAX),
-    (("REPLICATE", "2", "RETRY", "0"), REPLICATE_WITH_RETRY_0),
-    (("DELAY", "10", "TTL", "10"), DELAY_OVER_TTL),
-    (("DELAY", "86400"), DELAY_OVER_TTL),         # the default TTL, one day
-])
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        (("REPLICATE", "0"), REPLICATE),
+        (("REPLICATE", "65536"), REPLICATE),
+        (("REPLICATE", "x"), REPLICATE),
+        (("TTL", "0"), TTL),
+        (("TTL", "-1"), TTL),
+        (("TTL", "1.5"), TTL),
+        (("RETRY", "-1"), RETRY),
+        (("DELAY", "-1"), DELAY),
+        (("MAXLEN", "0"), MAXLEN),
+        (("TTL", "9223372036854775808"), TTL),  # over a long long
+        (("TTL", " 60"), TTL),  # strtoll skips a blank, Disque does not
+        (("TTL", "60 "), TTL),
+        (("TTL", "1_0"), TTL),  # int() takes it and the two above
+        (("TTL", "+"), TTL),  # a sign with no digits
+        (("TTL", "\u0661"), TTL),  # a digit, but not an ASCII one
+        (("TTL", "0x10"), TTL),
+        (("TTL",), SYNTAX),  # an option with no value
+        (("ASYNC", "TTL"), SYNTAX),
+        (("ASYNC", "10"), SYNTAX),  # ASYNC takes no value
+        (("NOSUCH", "1"), SYNTAX),
+        (("TTL", "0", "REPLICATE", "0"), TTL),  # the first bad one is the error
+        (("BAD", "TTL", "0"), SYNTAX),
+        (("REPLICATE", "2", "RETRY", "0"), REPLICATE_WITH_RETRY_0),
+        (("DELAY", "10", "TTL", "10"), DELAY_OVER_TTL),
+        (("DELAY", "86400"), DELAY_OVER_TTL),  # the default TTL, one day
+    ],
+)
 def test_refused(options: tuple[str, ...], error: bytes) -> None:
     assert parse(*options) == (None, [error])
 
@@ -153,16 +171,18 @@ def test_default_retry_is_a_tenth_of_the_ttl_between_1_s_and_5_min(ttl: int) -> 
 
 
 # Disque 1.0-rc1 reads these numbers with strtoll (getLongLongFromObject).
-@pytest.mark.parametrize(("options", "field", "value"), [
-    (("TTL", "+60"), "ttl", 60),
-    (("RETRY", ""), "retry", 0),
-    (("DELAY", ""), "delay", 0),
-    (("MAXLEN", "0000000000000000000000005"), "maxlen", 5),
-    (("REPLICATE", "+2"), "replicate", 2),
-    (("DELAY", "-0"), "delay", 0),
-    (("RETRY", "5\x00x"), "retry", 5),          # a C string ends at its NUL
-])
-def test_numbers_as_strtoll_reads_them(options: tuple[str, ...], field: str,
-                                       value: int) -> None:
+@pytest.mark.parametrize(
+    ("options", "field", "value"),
+    [
+        (("TTL", "+60"), "ttl", 60),
+        (("RETRY", ""), "retry", 0),
+        (("DELAY", ""), "delay", 0),
+        (("MAXLEN", "0000000000000000000000005"), "maxlen", 5),
+        (("REPLICATE", "+2"), "replicate", 2),
+        (("DELAY", "-0"), "delay", 0),
+        (("RETRY", "5\x00x"), "retry", 5),  # a C string ends at its NUL
+    ],
+)
+def test_numbers_as_strtoll_reads_them(options: tuple[str, ...], field: str, value: int) -> None:
     opts, sent = parse(*options)
     assert sent == [] and getattr(opts, field) == value

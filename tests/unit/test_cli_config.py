@@ -10,7 +10,7 @@ from disque_cli.main import Config, parse
 from disque_cli.options import OPTIONS
 from disque_cli.render import Mode
 
-BASE = {"endpoint", "mode", "render", "args"}     # not options: built from them
+BASE = {"endpoint", "mode", "render", "args"}  # not options: built from them
 
 
 def expected_type(dest: str) -> object:
@@ -27,8 +27,7 @@ def test_every_option_is_a_typed_field() -> None:
     hints = typing.get_type_hints(Config)
     fields = {field.name for field in dataclasses.fields(Config)} - BASE
     assert fields == {opt.dest for opt in OPTIONS}
-    assert {name: hints[name] for name in fields} == {name: expected_type(name)
-                                                     for name in fields}
+    assert {name: hints[name] for name in fields} == {name: expected_type(name) for name in fields}
 
 
 def test_defaults_are_the_parser_defaults() -> None:
@@ -39,8 +38,9 @@ def test_defaults_are_the_parser_defaults() -> None:
 
 
 def test_parsed_values_have_their_types() -> None:
-    config = parse(["-p", "7712", "-r", "3", "-i", "0.5", "--json", "-e", "qlen", "q"],
-                   stdout_is_tty=False)
+    config = parse(
+        ["-p", "7712", "-r", "3", "-i", "0.5", "--json", "-e", "qlen", "q"], stdout_is_tty=False
+    )
     assert (config.port, config.repeat, config.interval) == (7712, 3, 0.5)
     assert config.exit_on_error is True and config.output == "json"
     assert config.mode is Mode.JSON and config.endpoint.port == 7712

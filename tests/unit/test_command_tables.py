@@ -48,8 +48,9 @@ def test_same_commands() -> None:
     assert cli - CLI_ONLY == set(SERVER_ARITY) - SERVER_ONLY
 
 
-@pytest.mark.parametrize("command", [c for c in cli_commands.COMMANDS if c.name not in CLI_ONLY],
-                         ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "command", [c for c in cli_commands.COMMANDS if c.name not in CLI_ONLY], ids=lambda c: c.name
+)
 def test_cli_syntax_fits_server_arity(command: cli_commands.Command) -> None:
     arity = SERVER_ARITY[command.name]
     fewest, most = syntax_argc(command.syntax)
@@ -58,14 +59,17 @@ def test_cli_syntax_fits_server_arity(command: cli_commands.Command) -> None:
         assert fewest == most == arity, (command.usage, arity)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("", (1, 1)),
-    ("job-id", (2, 2)),
-    ("queue count", (3, 3)),
-    ("[section]", (1, 2)),
-    ("job-id [job-id ...]", (2, math.inf)),
-    ("queue job ms-timeout [REPLICATE count] [ASYNC]", (4, 7)),
-    ("[NOHANG] [TIMEOUT ms-timeout] FROM queue [queue ...]", (3, math.inf)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", (1, 1)),
+        ("job-id", (2, 2)),
+        ("queue count", (3, 3)),
+        ("[section]", (1, 2)),
+        ("job-id [job-id ...]", (2, math.inf)),
+        ("queue job ms-timeout [REPLICATE count] [ASYNC]", (4, 7)),
+        ("[NOHANG] [TIMEOUT ms-timeout] FROM queue [queue ...]", (3, math.inf)),
+    ],
+)
 def test_syntax_argc(text: str, expected: tuple[int, float]) -> None:
     assert syntax_argc(text) == expected

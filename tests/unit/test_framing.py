@@ -30,6 +30,7 @@ MAX_BULK = 4096
 
 # ---- streams of requests ----------------------------------------------------------------
 
+
 def bulk(payload: bytes, trailer: bytes = b"\r\n") -> bytes:
     # hiredis skips the 2 bytes after a payload without looking at them.
     return b"$%d\r\n%s%s" % (len(payload), payload, trailer)
@@ -56,7 +57,8 @@ other_elements = st.one_of(
 def requests(bulk_only: bool) -> st.SearchStrategy[bytes]:
     element = bulk_elements if bulk_only else st.one_of(bulk_elements, other_elements)
     array = st.lists(element, min_size=1, max_size=8).map(
-        lambda items: b"*%d\r\n" % len(items) + b"".join(items))
+        lambda items: b"*%d\r\n" % len(items) + b"".join(items)
+    )
     if bulk_only:
         return array
     return st.one_of(array, st.sampled_from([b"*0\r\n", b"*-1\r\n"]))
@@ -94,17 +96,17 @@ def ends_of(pipeline: list[bytes]) -> list[int]:
 
 # ---- Framing.walk agrees with hiredis ------------------------------------------------------
 
+
 @pytest.mark.parametrize("bulk_only", [False, True], ids=["client", "bus"])
 @RELAXED
 @given(data=st.data())
-def test_walk_stops_where_hiredis_completes_a_request(bulk_only: bool,
-                                                      data: st.DataObject) -> None:
+def test_walk_stops_where_hiredis_completes_a_request(bulk_only: bool, data: st.DataObject) -> None:
     pipeline = data.draw(pipelines(bulk_only))
     buf = b"".join(pipeline)
     for k, end in enumerate(ends_of(pipeline), 1):
         assert Framing(MAX_COUNT, MAX_BULK, bulk_only).walk(buf, 0, k) == (end, Framing.BOUNDARY)
         assert hiredis_replies(buf[:end]) == k
-        assert hiredis_replies(buf[:end - 1]) == k - 1
+        assert hiredis_replies(buf[: end - 1]) == k - 1
 
 
 @pytest.mark.parametrize("bulk_only", [False, True], ids=["client", "bus"])
@@ -132,7 +134,7 @@ def test_walk_carries_its_state_over_any_cuts(bulk_only: bool, data: st.DataObje
 
 BAD_HEADERS = [
     # (valid bytes before it, the bad header, bulk_only, the reason)
-    (b"*1\r\n", b"*1\r\n$1\r\na\r\n", False, "expected '$', got '*'"),   # nested array
+    (b"*1\r\n", b"*1\r\n$1\r\na\r\n", False, "expected '$', got '*'"),  # nested array
     (b"*2\r\n$1\r\na\r\n", b"%1\r\n", False, "expected '$', got '%'"),
     (b"", b"*%d\r\n" % (MAX_COUNT + 1), False, "invalid multibulk length"),
     (b"", b"*-2\r\n", False, "invalid multibulk length"),
@@ -150,8 +152,9 @@ BAD_HEADERS = [
 
 
 @pytest.mark.parametrize(("before", "bad", "bulk_only", "reason"), BAD_HEADERS)
-def test_walk_stops_at_a_bad_header(before: bytes, bad: bytes, bulk_only: bool,
-                                    reason: str) -> None:
+def test_walk_stops_at_a_bad_header(
+    before: bytes, bad: bytes, bulk_only: bool, reason: str
+) -> None:
     good = b"*2\r\n$4\r\nPING\r\n$3\r\n*99\r\n" + before  # a payload that looks like a header
     framing = Framing(MAX_COUNT, MAX_BULK, bulk_only)
     assert framing.walk(good + bad) == (len(good), reason)
@@ -190,46 +193,74 @@ def expected_header(buf: bytes, start: int, small_ok: bool) -> int:
 
 
 noisy = st.binary(max_size=3000) | st.lists(
-    st.sampled_from([b"*", b"%", b"|", b"~", b">", b"$", b"1", b"0", b"9", b"\r\n", b"x", b"*1",
-                     b"*100", b"$5\r\n"]), max_size=1500).map(b"".join)
+    st.sampled_from(
+        [
+            b"*",
+            b"%",
+            b"|",
+            b"~",
+            b">",
+            b"$",
+            b"1",
+            b"0",
+            b"9",
+            b"\r\n",
+            b"x",
+            b"*1",
+            b"*100",
+            b"$5\r\n",
+        ]
+    ),
+    max_size=1500,
+).map(b"".join)
 
 
 @RELAXED
 @given(buf=noisy.filter(bool), small_ok=st.booleans(), data=st.data())
-def test_next_array_header_matches_its_definition(buf: bytes, small_ok: bool,
-                                                  data: st.DataObject) -> None:
+def test_next_array_header_matches_its_definition(
+    buf: bytes, small_ok: bool, data: st.DataObject
+) -> None:
     start = data.draw(st.integers(0, len(buf)))
     assert next_array_header(buf, start, small_ok) == expected_header(buf, start, small_ok)
 
 
-@pytest.mark.parametrize(("buf", "problem"), [
-    (b"*5\r\n", None),
-    (b"*-1\r\n", None),
-    (b"*%d\r\n" % MAX_COUNT, None),
-    (b"*%d\r\n" % (MAX_COUNT + 1), "invalid multibulk length"),
-    (b"%2000\r\n", "invalid multibulk length"),
-    (b"*abc\r\n", None),                                   # hiredis judges that one
-    (b"*12", CUT),                                         # the count line is not all in
-    (b"*" + b"1" * (MAX_HEADER_LINE + 2), "invalid multibulk length"),  # longer than any count
-])
+@pytest.mark.parametrize(
+    ("buf", "problem"),
+    [
+        (b"*5\r\n", None),
+        (b"*-1\r\n", None),
+        (b"*%d\r\n" % MAX_COUNT, None),
+        (b"*%d\r\n" % (MAX_COUNT + 1), "invalid multibulk length"),
+        (b"%2000\r\n", "invalid multibulk length"),
+        (b"*abc\r\n", None),  # hiredis judges that one
+        (b"*12", CUT),  # the count line is not all in
+        (b"*" + b"1" * (MAX_HEADER_LINE + 2), "invalid multibulk length"),  # longer than any count
+    ],
+)
 def test_count_problem(buf: bytes, problem: str | None) -> None:
     assert count_problem(buf, 0, MAX_COUNT) == problem
 
 
 # ---- an array header inside a request: payload, or a nested array ---------------------------
 
-@pytest.mark.parametrize(("before", "rest", "fed", "complete"), [
-    # hiredis is inside a payload: the header is payload bytes, nothing is fed.
-    (b"*2\r\n$3\r\nfoo\r\n$10\r\nbar", b"*123456\r\n", 0, [b"foo", b"bar*123456"]),
-    # The type byte of a simple string came before: the header is its text.
-    (b"*2\r\n$3\r\nfoo\r\n+", b"*123\r\n", 1, [b"foo", b"*123"]),
-    (b"*1\r\n+", b"*5\r\n", 1, [b"*5"]),
-    # An element starts here: an array inside a request.
-    (b"*2\r\n$3\r\nfoo\r\n", b"*1000000000\r\n", NESTED, None),
-    (b"*1\r\n", b"*3\r\n", NESTED, None),
-], ids=["payload", "line", "first-line", "element", "first-element"])
-def test_feed_array_inside(before: bytes, rest: bytes, fed: int,
-                           complete: list[bytes] | None) -> None:
+
+@pytest.mark.parametrize(
+    ("before", "rest", "fed", "complete"),
+    [
+        # hiredis is inside a payload: the header is payload bytes, nothing is fed.
+        (b"*2\r\n$3\r\nfoo\r\n$10\r\nbar", b"*123456\r\n", 0, [b"foo", b"bar*123456"]),
+        # The type byte of a simple string came before: the header is its text.
+        (b"*2\r\n$3\r\nfoo\r\n+", b"*123\r\n", 1, [b"foo", b"*123"]),
+        (b"*1\r\n+", b"*5\r\n", 1, [b"*5"]),
+        # An element starts here: an array inside a request.
+        (b"*2\r\n$3\r\nfoo\r\n", b"*1000000000\r\n", NESTED, None),
+        (b"*1\r\n", b"*3\r\n", NESTED, None),
+    ],
+    ids=["payload", "line", "first-line", "element", "first-element"],
+)
+def test_feed_array_inside(
+    before: bytes, rest: bytes, fed: int, complete: list[bytes] | None
+) -> None:
     """What hiredis holds says what the header is; only the type byte is ever fed, so a
     nested array's count is never read (it would be allocated)."""
     reader = hiredis.Reader()
@@ -237,7 +268,7 @@ def test_feed_array_inside(before: bytes, rest: bytes, fed: int,
     assert reader.gets() is False
     held = reader.len()
     assert feed_array_inside(reader, rest, 0) == fed
-    assert reader.len() == held + (fed != 0)          # (NESTED: the type byte was fed)
+    assert reader.len() == held + (fed != 0)  # (NESTED: the type byte was fed)
     if complete is not None:
         reader.feed(rest, fed)
         assert reader.gets() == complete

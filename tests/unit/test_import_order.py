@@ -22,19 +22,19 @@ PACKAGE = Path(__file__).resolve().parents[2] / "disque_server"
 # its own layer those of its package only. A name stands for the module and, for a
 # package, everything in it.
 LAYERS: list[tuple[str, ...]] = [
-    ("__init__",),                       # the version strings
+    ("__init__",),  # the version strings
     ("clock",),
     ("log",),
     ("config",),
-    ("tls",),                            # config's TLS options as SSL contexts
-    ("resp",),                           # all encoding, and the request framing
-    ("job",),                            # a job, and its fields for the bus and the AOF
-    ("memory",),                         # what jobs and queues cost: used_memory
+    ("tls",),  # config's TLS options as SSL contexts
+    ("resp",),  # all encoding, and the request framing
+    ("job",),  # a job, and its fields for the bus and the AOF
+    ("memory",),  # what jobs and queues cost: used_memory
     ("queue",),
-    ("jobs",),                           # the registry and its timers (re-queue: pause flags)
+    ("jobs",),  # the registry and its timers (re-queue: pause flags)
     ("blocking", "aof", "check_aof", "collector", "output_limits", "watchdog"),
     ("client", "ack", "cluster", "commands", "metrics"),
-    ("server",),                         # where everything is built and wired
+    ("server",),  # where everything is built and wired
     ("main",),
     ("__main__",),
 ]
@@ -77,7 +77,7 @@ def resolve(node: ast.ImportFrom | ast.Import) -> list[str]:
             continue
         module = name.split(".", 1)[1] if "." in name else "__init__"
         while module not in MODULES and "." in module:
-            module = module.rsplit(".", 1)[0]       # a name inside a module
+            module = module.rsplit(".", 1)[0]  # a name inside a module
         found.append(module if module in MODULES else "__init__")
     return found
 
@@ -85,7 +85,8 @@ def resolve(node: ast.ImportFrom | ast.Import) -> list[str]:
 def is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def imports(module: str) -> set[str]:
@@ -118,9 +119,13 @@ def group(module: str) -> str:
 
 def upward_imports() -> set[tuple[str, str]]:
     """(importer, imported) for each import of a module above, or of a peer."""
-    return {(module, target) for module in MODULES for target in imports(module)
-            if layer(target) > layer(module) or (
-                layer(target) == layer(module) and group(target) != group(module))}
+    return {
+        (module, target)
+        for module in MODULES
+        for target in imports(module)
+        if layer(target) > layer(module)
+        or (layer(target) == layer(module) and group(target) != group(module))
+    }
 
 
 def test_every_module_has_a_layer() -> None:
@@ -132,22 +137,30 @@ def test_no_module_imports_a_module_above_it() -> None:
     upward = upward_imports()
     new = sorted(upward - KNOWN)
     assert not new, "imports up the stack (use a hook set by server.py): " + ", ".join(
-        f"{a} -> {b}" for a, b in new)
+        f"{a} -> {b}" for a, b in new
+    )
     gone = sorted(KNOWN - upward)
     assert not gone, "fixed: remove from KNOWN: " + ", ".join(f"{a} -> {b}" for a, b in gone)
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("from disque_server.client import Client\n", {"client"}),
-    ("def f():\n    from disque_server.commands.getjob import reply_jobs\n",
-     {"commands.getjob"}),
-    ("from disque_server import resp, DISQUE_VERSION\n", {"resp", "__init__"}),
-    ("import disque_server.cluster.bus\n", {"cluster.bus"}),
-    ("from disque_server.cluster import requeue\n", {"cluster.requeue"}),
-    ("if TYPE_CHECKING:\n    from disque_server.server import Server\n", set()),
-    ("if TYPE_CHECKING:\n    pass\nelse:\n    from disque_server.server import Server\n",
-     {"server"}),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("from disque_server.client import Client\n", {"client"}),
+        (
+            "def f():\n    from disque_server.commands.getjob import reply_jobs\n",
+            {"commands.getjob"},
+        ),
+        ("from disque_server import resp, DISQUE_VERSION\n", {"resp", "__init__"}),
+        ("import disque_server.cluster.bus\n", {"cluster.bus"}),
+        ("from disque_server.cluster import requeue\n", {"cluster.requeue"}),
+        ("if TYPE_CHECKING:\n    from disque_server.server import Server\n", set()),
+        (
+            "if TYPE_CHECKING:\n    pass\nelse:\n    from disque_server.server import Server\n",
+            {"server"},
+        ),
+    ],
+)
 def test_the_walk_finds_imports(source: str, expected: set[str]) -> None:
     """The walk itself: an import it missed would let an upward one through."""
     assert imports_in(source) == expected

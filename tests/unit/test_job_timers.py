@@ -49,7 +49,7 @@ def test_rescheduling_a_filed_job_takes_it_out_of_its_old_bucket() -> None:
     jobs.schedule(job, 10_000)
     jobs.place_unplaced()
     jobs.schedule(job, 90_000)
-    assert not in_any_bucket(jobs, job)      # out of the old one, not yet in the new
+    assert not in_any_bucket(jobs, job)  # out of the old one, not yet in the new
     jobs.place_unplaced()
     assert [key for key, bucket in jobs.buckets.items() if job in bucket] == [90_000 // BUCKET_MS]
 

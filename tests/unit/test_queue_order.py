@@ -30,15 +30,15 @@ def test_ctime_clock_strictly_increases_whatever_the_clock_does(readings: list[i
     ctimes = [clock.next(ms) for ms in readings]
     assert all(a < b for a, b in zip(ctimes, ctimes[1:], strict=False))
     for ms, ctime in zip(readings, ctimes, strict=True):
-        assert ctime >= ms * 1_000_000      # never behind the clock read
+        assert ctime >= ms * 1_000_000  # never behind the clock read
 
 
 def test_ctime_clock_follows_the_clock_and_counts_within_a_millisecond() -> None:
     clock = CtimeClock()
     assert [clock.next(5), clock.next(5), clock.next(5)] == [5_000_000, 5_000_001, 5_000_002]
-    assert clock.next(4) == 5_000_003       # the clock went back: keep counting
-    assert clock.next(7) == 7_000_000       # the clock moved on: follow it
-    assert clock.next() > 7_000_000         # no reading given: the wall clock
+    assert clock.next(4) == 5_000_003  # the clock went back: keep counting
+    assert clock.next(7) == 7_000_000  # the clock moved on: follow it
+    assert clock.next() > 7_000_000  # no reading given: the wall clock
 
 
 @RELAXED
@@ -49,9 +49,9 @@ def test_queue_holds_jobs_oldest_first(order: list[int]) -> None:
     q = Queue(b"q")
     for n in order:
         q.jobs.add(jobs[n])
-    assert list(q.jobs) == jobs                              # QPEEK q 30
-    assert list(q.jobs[-3:][::-1]) == jobs[:-4:-1]           # QPEEK q -3: newest first
-    assert q.jobs.pop(0) is jobs[0]                          # GETJOB takes the oldest
+    assert list(q.jobs) == jobs  # QPEEK q 30
+    assert list(q.jobs[-3:][::-1]) == jobs[:-4:-1]  # QPEEK q -3: newest first
+    assert q.jobs.pop(0) is jobs[0]  # GETJOB takes the oldest
 
 
 @RELAXED
@@ -67,14 +67,15 @@ def test_dequeue_takes_out_that_job_among_equal_ctimes(data: st.DataObject) -> N
     assert queues.dequeue_job(victim)
     assert victim.state == ACTIVE and victim not in list(q.jobs)
     assert len(q) == 9 and q.jobs_out == 1
-    assert not queues.dequeue_job(victim)                    # not queued any more
+    assert not queues.dequeue_job(victim)  # not queued any more
     assert q.jobs[0].ctime <= q.jobs[-1].ctime
 
 
 def test_evict_idle_keeps_queues_with_jobs_clients_or_a_pause() -> None:
     queues = Queues(server=None)
     idle, with_job, paused, blocked, recent = (
-        queues.create(name) for name in (b"idle", b"job", b"paused", b"blocked", b"recent"))
+        queues.create(name) for name in (b"idle", b"job", b"paused", b"blocked", b"recent")
+    )
     for q in (idle, with_job, paused, blocked):
         q.atime -= 1000
     with_job.jobs.add(job(1, 1))
@@ -83,4 +84,4 @@ def test_evict_idle_keeps_queues_with_jobs_clients_or_a_pause() -> None:
     assert queues.evict_idle(max_idle=120) == 1
     assert queues.lookup(b"idle") is None
     assert sorted(q.name for q in queues) == [b"blocked", b"job", b"paused", b"recent"]
-    assert len(queues.scan_index) == 4                       # QSCAN forgets it too
+    assert len(queues.scan_index) == 4  # QSCAN forgets it too

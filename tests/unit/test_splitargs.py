@@ -21,7 +21,10 @@ separators = st.text(alphabet=" \t\r\n", min_size=1, max_size=3)
 # as blanks there, kept further on).
 plain_words = st.lists(
     st.binary(min_size=1, max_size=20).filter(
-        lambda w: not set(w) & set(b" \t\r\n\0\"'") and w[0] not in b"\v\f"), max_size=8)
+        lambda w: not set(w) & set(b" \t\r\n\0\"'") and w[0] not in b"\v\f"
+    ),
+    max_size=8,
+)
 
 
 @RELAXED
@@ -46,18 +49,21 @@ def test_plain_words_split_on_blanks(words: list[bytes], data: st.DataObject) ->
     assert split_args(line) == words
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    (b"a\vb c\fd", [b"a\vb", b"c\fd"]),      # \v and \f end no word ...
-    (b"\v\f a \v\fb", [b"a", b"b"]),         # ... but blanks before one are skipped
-    (b'"\\x4" "\\x4g"', [b"x4", b"x4g"]),        # \x needs two hex digits
-    (b'"\\X41"', [b"X41"]),
-    (b'"\\q\\\\\\""', [b'q\\"']),               # any other escaped byte is itself
-    (b"'a\\nb' 'it\\'s'", [b"a\\nb", b"it's"]),  # single quotes know only \'
-    (b"x'y z'w", None),                        # a quote opens mid-word, must close at a blank
-    (b"x'y z' w", [b"xy z", b"w"]),
-    (b'"" \'\'', [b"", b""]),
-    (b'"a\tb"\t"c"', [b"a\tb", b"c"]),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (b"a\vb c\fd", [b"a\vb", b"c\fd"]),  # \v and \f end no word ...
+        (b"\v\f a \v\fb", [b"a", b"b"]),  # ... but blanks before one are skipped
+        (b'"\\x4" "\\x4g"', [b"x4", b"x4g"]),  # \x needs two hex digits
+        (b'"\\X41"', [b"X41"]),
+        (b'"\\q\\\\\\""', [b'q\\"']),  # any other escaped byte is itself
+        (b"'a\\nb' 'it\\'s'", [b"a\\nb", b"it's"]),  # single quotes know only \'
+        (b"x'y z'w", None),  # a quote opens mid-word, must close at a blank
+        (b"x'y z' w", [b"xy z", b"w"]),
+        (b"\"\" ''", [b"", b""]),
+        (b'"a\tb"\t"c"', [b"a\tb", b"c"]),
+    ],
+)
 def test_quirks(line: bytes, expected: list[bytes] | None) -> None:
     if expected is None:
         with pytest.raises(SplitError):

@@ -23,13 +23,18 @@ from disque_common.client import (
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ("disque_cli", "disque_tui", "disque_spark", "disque_common")
 
-HELLO = [1, b"5b5ace285121e336847f55fb92f1935774ebfce4",
-         [b"78e24da148cd9c9fc69d2b889eba1abb7bdf05b0", b"127.0.0.1", b"7712", b"1"],
-         [b"5b5ace285121e336847f55fb92f1935774ebfce4", b"127.0.0.1", b"7711", b"1"],
-         [b"725c0613b8b134d5d1c8b5e88bf61de102c81c10", b"127.0.0.1", b"7713", b"100"]]
-INFO = (b"# Server\r\ndisque_version:1.0.0\r\nrun_id:123\r\nuptime_in_seconds:9\r\n\r\n"
-        b"# Jobs\r\nregistered_jobs:3\r\n\r\n# Stats\r\nused_cpu_sys:0.25\r\n"
-        b"executable:/a:b\r\n")
+HELLO = [
+    1,
+    b"5b5ace285121e336847f55fb92f1935774ebfce4",
+    [b"78e24da148cd9c9fc69d2b889eba1abb7bdf05b0", b"127.0.0.1", b"7712", b"1"],
+    [b"5b5ace285121e336847f55fb92f1935774ebfce4", b"127.0.0.1", b"7711", b"1"],
+    [b"725c0613b8b134d5d1c8b5e88bf61de102c81c10", b"127.0.0.1", b"7713", b"100"],
+]
+INFO = (
+    b"# Server\r\ndisque_version:1.0.0\r\nrun_id:123\r\nuptime_in_seconds:9\r\n\r\n"
+    b"# Jobs\r\nregistered_jobs:3\r\n\r\n# Stats\r\nused_cpu_sys:0.25\r\n"
+    b"executable:/a:b\r\n"
+)
 
 
 def test_parse_hello() -> None:
@@ -40,19 +45,32 @@ def test_parse_hello() -> None:
     assert parse_hello([1, "myid"]).nodes == ()
 
 
-@pytest.mark.parametrize("reply", [
-    b"OK", [], [1], [2, b"id"], [1, 5], [1, b"id", [b"a", b"h", b"7711"]],
-    [1, b"id", [b"a", b"h", b"port", b"1"]], [1, b"id", b"entry"],
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"OK",
+        [],
+        [1],
+        [2, b"id"],
+        [1, 5],
+        [1, b"id", [b"a", b"h", b"7711"]],
+        [1, b"id", [b"a", b"h", b"port", b"1"]],
+        [1, b"id", b"entry"],
+    ],
+)
 def test_parse_hello_refuses_what_is_not_hello(reply: object) -> None:
     with pytest.raises(HelloError, match="unexpected HELLO"):
         parse_hello(reply)
 
 
 def test_by_priority_prefers_the_lowest() -> None:
-    nodes = [Node("leaving", "h", 1, 100), Node("a", "h", 2, 1), Node("failing", "h", 3, 10),
-             Node("b", "h", 4, 1)]
-    for _ in range(20):    # ties in random order, never before a better node
+    nodes = [
+        Node("leaving", "h", 1, 100),
+        Node("a", "h", 2, 1),
+        Node("failing", "h", 3, 10),
+        Node("b", "h", 4, 1),
+    ]
+    for _ in range(20):  # ties in random order, never before a better node
         order = [n.id for n in by_priority(nodes)]
         assert sorted(order[:2]) == ["a", "b"] and order[2:] == ["failing", "leaving"]
 
@@ -63,7 +81,9 @@ def test_parse_info_by_section() -> None:
     assert info["jobs"] == {"registered_jobs": "3"}
     assert info["stats"]["executable"] == "/a:b"
     assert parse_info("top:1\r\n# Jobs\r\nregistered_jobs:3\r\n") == {
-        "top": "1", "jobs": {"registered_jobs": "3"}}
+        "top": "1",
+        "jobs": {"registered_jobs": "3"},
+    }
 
 
 def test_flat_info() -> None:
@@ -74,12 +94,12 @@ def test_flat_info() -> None:
 
 def test_info_numbers() -> None:
     numbers = info_numbers(parse_info(INFO))
-    assert numbers["server"] == {"disque_version": "1.0.0", "run_id": "123",
-                                 "uptime_in_seconds": 9}
+    assert numbers["server"] == {"disque_version": "1.0.0", "run_id": "123", "uptime_in_seconds": 9}
     assert numbers["stats"] == {"used_cpu_sys": 0.25, "executable": "/a:b"}
 
 
 # ---- the tools keep to it -------------------------------------------------------------
+
 
 def package_files(*packages: str) -> list[Path]:
     return sorted(path for package in packages for path in (ROOT / package).rglob("*.py"))
@@ -99,9 +119,12 @@ def imported_modules(path: Path) -> set[str]:
 @pytest.mark.parametrize("package", ["disque_tui", "disque_spark", "disque_common"])
 def test_no_tool_but_the_cli_imports_the_cli(package: str) -> None:
     """The dashboard and the Spark connector share code through disque_common only."""
-    offenders = {f"{path.relative_to(ROOT)}: {module}"
-                 for path in package_files(package) for module in imported_modules(path)
-                 if module == "disque_cli" or module.startswith("disque_cli.")}
+    offenders = {
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in package_files(package)
+        for module in imported_modules(path)
+        if module == "disque_cli" or module.startswith("disque_cli.")
+    }
     assert not offenders, sorted(offenders)
 
 
@@ -111,13 +134,20 @@ def test_hello_and_info_are_parsed_once() -> None:
     headers, `startswith("#")`) appear nowhere else in the tools."""
     home = ROOT / "disque_common" / "client.py"
     parsers = {"parse_hello", "parse_info", "flat_info", "info_value"}
-    definitions = [(path, node.name) for path in package_files(*TOOLS)
-                   for node in ast.walk(ast.parse(path.read_text(), str(path)))
-                   if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                   and node.name in parsers]
+    definitions = [
+        (path, node.name)
+        for path in package_files(*TOOLS)
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in parsers
+    ]
     assert sorted(name for _, name in definitions) == sorted(parsers)
     assert {path for path, _ in definitions} == {home}
-    marks = ('reply[2:]', 'startswith("#")')
-    elsewhere = [f"{path.relative_to(ROOT)}: {mark}" for path in package_files(*TOOLS)
-                 if path != home for mark in marks if mark in path.read_text()]
+    marks = ("reply[2:]", 'startswith("#")')
+    elsewhere = [
+        f"{path.relative_to(ROOT)}: {mark}"
+        for path in package_files(*TOOLS)
+        if path != home
+        for mark in marks
+        if mark in path.read_text()
+    ]
     assert not elsewhere, elsewhere
