@@ -119,7 +119,7 @@ def test_fish_completes_the_cluster_manager() -> None:
     assert sorted(line.split("\t")[0] for line in verbs.splitlines()) == sorted(VERBS)
     assert "leave\tRemove a node without losing jobs" in verbs
     assert fish_complete("disque --cluster leave 127.0.0.1:7711 --y") == (
-        "--yes\tDo not ask for confirmation\n"
+        "--yes\tDo not ask for confirmation (required when standard input is not a terminal)\n"
     )
     assert fish_complete("disque --cluster create a:1 b:2 --ti").startswith(
         "--timeout\tSeconds to wait for the full mesh"
