@@ -63,6 +63,8 @@ def describe_error(exc: BaseException) -> str:
     # asyncio words a refused connection "Connect call failed" (errno 111)
     if "Connection refused" in text or "Connect call failed" in text:
         return "connection refused"
+    if "Connection reset by peer" in text:  # (a node killed while a poll read from it)
+        return "connection reset"
     return text.splitlines()[0][:120]
 
 

@@ -4,6 +4,7 @@ names, the queues it ranks first, and `--once`'s plain text."""
 from __future__ import annotations
 
 import pytest
+import redis
 from tui_fixtures import N1, N4, N5, fixed_snapshot, incident_snapshot
 
 from disque_tui.incident import (
@@ -13,6 +14,7 @@ from disque_tui.incident import (
     queues_that_matter,
     summary,
 )
+from disque_tui.poller import describe_error
 from disque_tui.snapshot import QueueOnNode, merge_queue
 
 pytestmark = pytest.mark.timeout(10)
@@ -121,3 +123,23 @@ def test_a_slow_node_is_a_warning() -> None:
     assert [(p.severity, p.text) for p in node_problems(node)] == [
         ("warning", "node 5b5ace28 127.0.0.1:7711 slow: its poll is overdue (last answer 3s ago)")
     ]
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (
+            ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 7714)"),
+            "connection refused",
+        ),
+        (
+            redis.ConnectionError(
+                "Error while reading from 127.0.0.1:7714 : (104, 'Connection reset by peer')"
+            ),
+            "connection reset",
+        ),
+        (TimeoutError(), "timeout"),
+    ],
+)
+def test_a_failed_poll_is_one_short_line(error: BaseException, line: str) -> None:
+    assert describe_error(error) == line

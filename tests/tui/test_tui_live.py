@@ -336,8 +336,13 @@ def test_a_killed_node_keeps_its_queues_as_stranded(start_cluster) -> None:
             await wait_until(
                 pilot, lambda: "DOWN" in cell(nodes, ids[2], "status"), message="killed node down"
             )
+            # (a poll reading from the node as it died sees a reset; the next ones are refused)
+            await wait_until(
+                pilot,
+                lambda: app.snapshot.node(ids[2]).error == "connection refused",
+                message="the killed node refuses connections",
+            )
             snapshot = app.snapshot
-            assert snapshot.node(ids[2]).error == "connection refused"
             assert snapshot.queue("only-there").stranded == 20
             assert cell(watch, "only-there", "problem") == "20 stranded"
             assert "down, as of" in cell(watch, "only-there", "where")
