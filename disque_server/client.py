@@ -60,6 +60,7 @@ OUTPUT_HIGH_WATER = 64 * 1024 * 1024  # stop reading a client that does not read
 DEFERRED_LIMIT = 1024 * 1024  # input kept for a blocked client before we stop reading
 
 _BIG_LENGTH = re.compile(rb"\$\d{9}")  # maybe over PROTO_MAX_BULK_LEN
+NOT_BULK_STRINGS = "expected a multibulk request of bulk strings"
 SMALL_READ = 16 * 1024  # its requests' elements are checked by a join
 _join = b"".join
 
@@ -215,15 +216,14 @@ class Client(asyncio.Protocol):
                 request = gets()
             except (hiredis.ProtocolError, MemoryError, ValueError, TypeError) as exc:
                 self.keep_read(data, done)
-                if not self.recover_inline(str(exc)):
-                    self.protocol_error(str(exc).lower() or "invalid multibulk length")
+                if not self.parse_failed(exc):
                     return
                 break
             if request is False:
                 self.keep_read(data, done)  # a request cut by the end of the read
                 break
             if type(request) is not list:
-                self.protocol_error("expected a multibulk request of bulk strings")
+                self.protocol_error(NOT_BULK_STRINGS)
                 return
             try:
                 # Every element a bytes object (no integer, array, null...): joining
@@ -234,7 +234,7 @@ class Client(asyncio.Protocol):
                 elif not BYTES_ONLY.issuperset(map(type, request)):
                     raise TypeError
             except TypeError:
-                self.protocol_error("expected a multibulk request of bulk strings")
+                self.protocol_error(NOT_BULK_STRINGS)
                 return
             done += 1
             if request:
@@ -270,8 +270,7 @@ class Client(asyncio.Protocol):
             try:
                 request = reader.gets()
             except (hiredis.ProtocolError, MemoryError, ValueError, TypeError) as exc:
-                if not self.recover_inline(str(exc)):
-                    self.protocol_error(str(exc).lower() or "invalid multibulk length")
+                if not self.parse_failed(exc):
                     return
                 continue
             if request is False:
@@ -281,7 +280,7 @@ class Client(asyncio.Protocol):
                     return
                 continue
             if type(request) is not list or not BYTES_ONLY.issuperset(map(type, request)):
-                self.protocol_error("expected a multibulk request of bulk strings")
+                self.protocol_error(NOT_BULK_STRINGS)
                 return
             if reader.has_data():
                 self.pending_count += 1
@@ -435,6 +434,14 @@ class Client(asyncio.Protocol):
         self.pending.clear()
         self.pending_len = 0
         self.pending_count = 0
+
+    def parse_failed(self, exc: Exception) -> bool:
+        """hiredis refused the input: True when it was an inline command after
+        multibulk ones (run as such: go on), else a protocol error (False)."""
+        if self.recover_inline(str(exc)):
+            return True
+        self.protocol_error(str(exc).lower() or "invalid multibulk length")
+        return False
 
     def recover_inline(self, error: str) -> bool:
         """An inline command right after multibulk ones in one read: hiredis cannot

@@ -45,7 +45,6 @@ SLOWLOG_MAX_ARGLEN = 128
 class Stats:
     connections_received: int = 0
     rejected_connections: int = 0
-    commands_processed: int = 0
     net_input_bytes: int = 0
     net_output_bytes: int = 0
     blocked_clients: int = 0
@@ -65,9 +64,9 @@ class Stats:
         if command == b"addjob":
             self.addjob_refused[code] = self.addjob_refused.get(code, 0) + 1
 
-    def sample(self) -> None:
+    def sample(self, commands_processed: int) -> None:
         self.samples.append(
-            (time.monotonic(), self.commands_processed, self.net_input_bytes, self.net_output_bytes)
+            (time.monotonic(), commands_processed, self.net_input_bytes, self.net_output_bytes)
         )
 
     def rate(self, index: int) -> float:
@@ -362,8 +361,7 @@ class Server:
             self.cluster.cron(now)
             self.collector.cron()
             self.aof.cron()
-            self.stats.commands_processed = self.count_commands()
-            self.stats.sample()
+            self.stats.sample(self.count_commands())
             if now // 1000 != self._last_second:
                 self._last_second = now // 1000
                 self.once_per_second()

@@ -328,7 +328,7 @@ class Cluster:
             self.connect(node)  # it is up: our replies need our link to it now
         flags = node.flags
         if flags:  # (most messages come from a node with none)
-            if PFAIL in flags or FAIL in flags:
+            if node.failing:
                 flags -= FAILING
                 self.candidates_stale = True
                 self.server.log.notice("Node %s is reachable again", sender_id[:8].decode())
