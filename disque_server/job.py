@@ -246,11 +246,10 @@ def job_from_fields(fields: list[bytes], state: int) -> Job | None:
     once when its DELAY ends)."""
     if len(fields) != FIELDS or not valid_job_id(fields[0]):
         return None
-    try:
-        nums = [int(f) for f in fields[3:11]]
+    try:  # (map, not a list comprehension: no frame of its own in 3.11)
+        repl, etime, ctime, delay, retry, nacks, deliveries, qtime = map(int, fields[3:11])
     except ValueError:
         return None
-    repl, etime, ctime, delay, retry, nacks, deliveries, qtime = nums
     job = Job(fields[0], state, shared_int(etime), shared_int(retry))
     job.queue = shared(fields[1], _same)  # type: ignore[assignment]
     job.body = fields[2]
