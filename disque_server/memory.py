@@ -2,8 +2,9 @@
 
 Levels follow Disque: at 75% of maxmemory new jobs are replicated to other
 nodes without a local copy (in a cluster), at 95% what is safe to evict is
-evicted (acked jobs, idle empty queues, delivered RETRY 0 jobs), at 100%
-commands that grow memory are refused with -OOM.
+evicted (acked jobs, idle empty queues, delivered RETRY 0 jobs) and a command
+that grows memory is refused with -OOM unless it finds room first
+(room_for_command, Disque's freeMemoryIfNeeded).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 OK, EXTERNAL_REPL, EVICT, FULL = 0, 1, 2, 3
 LEVEL_STARTS = {EXTERNAL_REPL: 0.75, EVICT: 0.95, FULL: 1.0}  # fractions of maxmemory
+# Jobs a denyoom command may look at to make room (Disque samples ~10 jobs, 1-2 ms at
+# most); the cron's slice, once a second, is larger.
+EVICT_BEFORE_COMMAND = 100
 
 # What the data costs, measured on CPython 3.11 (RSS growth over 1M jobs, see
 # the README): a job with a 40-byte ID, beside its body: the Job object and
@@ -119,20 +123,38 @@ class Memory:
     def full(self) -> bool:
         return self.level >= FULL
 
+    def room_for_command(self) -> bool:
+        """Before a command that grows memory (denyoom) from 95%, as Disque's
+        freeMemoryIfNeeded: with policy acks free what is safe to free, a slice
+        (idle empty queues only when no job is left), and say whether memory is
+        back under 95%; with noeviction there is no room. A refusal is -OOM."""
+        if self.server.config["maxmemory-policy"] != "acks":
+            return False
+        server = self.server
+        if len(server.jobs):
+            self.evict_jobs(EVICT_BEFORE_COMMAND)
+        else:
+            server.queues.evict_idle(0)
+        return self.refresh() < EVICT
+
     def evict(self, budget: int = 10000) -> int:
         """Free what is safe to free, walking the jobs incrementally (JSCAN order):
         at most ``budget`` jobs are looked at per call, so a node with millions
         of jobs never stalls here."""
-        server = self.server
+        return self.evict_jobs(budget) + self.server.queues.evict_idle(0)
+
+    def evict_jobs(self, budget: int) -> int:
+        """Acknowledged jobs and delivered RETRY 0 ones, from where the last call
+        stopped (JSCAN order), at most ``budget`` looked at."""
+        jobs = self.server.jobs
         freed = 0
-        self.evict_cursor, ids = server.jobs.scan(self.evict_cursor, budget)
+        self.evict_cursor, ids = jobs.scan(self.evict_cursor, budget)
         for jid in ids:
-            job = server.jobs.lookup(jid)
+            job = jobs.lookup(jid)
             if job is not None and (
                 job.state == ACKED
                 or (job.retry == 0 and job.flags & FLAG_DELIVERED and job.state == ACTIVE)
             ):
-                server.jobs.unregister(job)
+                jobs.unregister(job)
                 freed += 1
-        freed += server.queues.evict_idle(0)
         return freed

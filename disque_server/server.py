@@ -31,7 +31,7 @@ from disque_server.config import Config, ConfigError
 from disque_server.job import CtimeClock, Job
 from disque_server.jobs import Jobs
 from disque_server.log import Log
-from disque_server.memory import FULL, Memory
+from disque_server.memory import EVICT, Memory
 from disque_server.output_limits import OutputLimits
 from disque_server.queue import Queues
 from disque_server.resp import LEAVING_ERROR
@@ -293,7 +293,7 @@ class Server:
                 f"MISCONF Errors writing to the AOF file: {self.aof.last_write_error}"
             )
             return
-        if cmd.denyoom and self.memory.level >= FULL:
+        if cmd.denyoom and self.memory.level >= EVICT and not self.memory.room_for_command():
             client.reply(b"-OOM command not allowed when used memory > 'maxmemory'.\r\n")
             self.stats.count_refusal(cmd.name_bytes, b"OOM")
             return

@@ -155,8 +155,9 @@ DIRECTIVES: list[tuple[str, list[tuple[str, str, str]]]] = [
                 "bytes) with its input and output buffers, and the AOF buffers; the process' "
                 "resident size is used_memory_rss. From 75% of the limit new jobs are replicated "
                 "on other nodes without a local copy, and copies from other nodes are refused; "
-                "from 95% acknowledged jobs and idle empty queues are evicted; at 100% commands "
-                "that need memory, such as ADDJOB, are refused with an -OOM error.",
+                "from 95% acknowledged jobs and idle empty queues are evicted, and a command "
+                "that needs memory, such as ADDJOB, first evicts what it may (policy acks) and "
+                "is refused with an -OOM error while the node stays above 95%, as in Disque.",
             ),
             (
                 "maxmemory-policy",

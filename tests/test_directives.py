@@ -256,7 +256,7 @@ def test_maxmemory_policy_noeviction_keeps_acked_jobs(start_cluster) -> None:
     node.call("ACKJOB", *acked)
     assert node.info("jobs")["registered_jobs"] == 50
     node.call("CONFIG", "SET", "maxmemory", str(node.info("memory")["used_memory"]))
-    assert node.info("jobs")["registered_jobs"] == 50  # at 100%, and nothing evicted
+    assert node.info("jobs")["registered_jobs"] == 50  # at the limit, and nothing evicted
     node.call("CONFIG", "SET", "maxmemory-policy", "acks")
     wait_for(
         lambda: node.info("jobs")["registered_jobs"] == 0,

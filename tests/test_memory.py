@@ -185,3 +185,33 @@ def test_used_memory_follows_the_real_cost_of_jobs(node: Node) -> None:
     counted = after["used_memory"] - before["used_memory"]
     real = after["used_memory_rss"] - before["used_memory_rss"]
     assert 0.8 < counted / real < 1.25, (counted, real)
+
+
+def test_oom_from_95_percent_unless_the_command_makes_room(raw: Conn) -> None:
+    """Disque's freeMemoryIfNeeded: above 95% of maxmemory a command that grows memory
+    first evicts what it may (policy acks) and is refused while the node stays above."""
+    body = "x" * 50_000
+    for _ in range(10):  # delivered RETRY 0 jobs: evictable
+        assert raw.call("ADDJOB", "once", body, "0", "RETRY", "0")[0] == "+"
+    assert len(raw.call("GETJOB", "COUNT", "10", "FROM", "once")[1]) == 10
+    for _ in range(10):  # queued jobs: never evicted
+        assert raw.call("ADDJOB", "kept", body, "0")[0] == "+"
+
+    def at_97_percent() -> None:
+        assert raw.call("CONFIG", "SET", "maxmemory", str(int(used(raw) / 0.97))) == ("+", "OK")
+
+    # noeviction: refused from 95%, although below the limit.
+    raw.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+    at_97_percent()
+    assert raw.call("ADDJOB", "kept", "y", "0") == OOM
+    assert raw.call("QLEN", "once") == (":", 0) and used(raw) > 10 * len(body)
+
+    # acks: the ADDJOB evicts the delivered RETRY 0 jobs, and is accepted.
+    raw.call("CONFIG", "SET", "maxmemory-policy", "acks")
+    assert raw.call("ADDJOB", "kept", "y", "0")[0] == "+"
+    assert used(raw) < 15 * len(body)
+
+    # acks, nothing left to evict: refused again from 95%.
+    at_97_percent()
+    assert raw.call("ADDJOB", "kept", "z", "0") == OOM
+    assert raw.call("QLEN", "kept") == (":", 11)
