@@ -198,7 +198,8 @@ class NodeCollector:
         )
         yield GaugeMetricFamily(
             "disque_cluster_reachable_nodes",
-            "Other nodes this node can talk to",
+            "Other nodes a job can be replicated to: not flagged PFAIL, FAIL, handshake "
+            "or leaving (Disque's reachable nodes)",
             value=cluster.reachable_count,
         )
         yield GaugeMetricFamily(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import redis
-from nodes import wait_for
+from nodes import links_up, wait_for
 
 
 def priority_of(observer, node) -> bytes:
@@ -22,6 +22,26 @@ def test_leaving_node_advertises_and_refuses_blocking_getjob(cluster3):
     assert priority_of(c, c) == b"100"
     assert c.call("CLUSTER", "LEAVING", "no") == b"OK"
     wait_for(lambda: priority_of(a, c) == b"1", 5, message="priority back to 1")
+
+
+def reachable_nodes(node) -> int:
+    info = node.call("CLUSTER", "INFO").decode()
+    return int(info.split("cluster_reachable_nodes:")[1].split()[0])
+
+
+def test_reachable_nodes_are_the_replication_candidates(cluster3):
+    """cluster_reachable_nodes is Disque's reachable_nodes_count: a leaving node, still
+    linked, is no longer one (nor, until it is flagged PFAIL, is a dead node less one)."""
+    a, b, c = cluster3
+    assert reachable_nodes(a) == 2
+    c.call("CLUSTER", "LEAVING", "yes")
+    wait_for(lambda: reachable_nodes(a) == 1, 5, message="a leaving node not counted")
+    assert links_up(a) == 2
+    assert a.call("ADDJOB", "q", "x", "0", "REPLICATE", "2")
+    with pytest.raises(redis.ResponseError, match="NOREPL"):
+        a.call("ADDJOB", "q", "x", "0", "REPLICATE", "3")
+    c.call("CLUSTER", "LEAVING", "no")
+    wait_for(lambda: reachable_nodes(a) == 2, 5, message="counted again")
 
 
 def test_leaving_node_replicates_externally(cluster3):

@@ -576,7 +576,9 @@ class Cluster:
 
     @property
     def reachable_count(self) -> int:
-        return len(self.reachable_nodes())
+        """cluster_reachable_nodes: Disque's reachable_nodes_count, the nodes a job can
+        be replicated to (linked or not), not the links up (CLUSTER NODES shows those)."""
+        return len(self.replication_candidates())
 
     def priority(self, node: ClusterNode) -> int:
         if LEAVING in node.flags or (node is self.myself and self.leaving):
