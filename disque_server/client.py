@@ -62,6 +62,10 @@ DEFERRED_LIMIT = 1024 * 1024  # input kept for a blocked client before we stop r
 _BIG_LENGTH = re.compile(rb"\$\d{9}")  # maybe over PROTO_MAX_BULK_LEN
 NOT_BULK_STRINGS = "expected a multibulk request of bulk strings"
 SMALL_READ = 16 * 1024  # its requests' elements are checked by a join
+# Requests one client runs in one event-loop pass: past that the rest of its input waits
+# for the next pass (resume), so a long pipeline read at once (uvloop reads up to 256 KB)
+# does not hold the other clients and the timers for its whole length.
+RUN_BUDGET = 256
 _join = b"".join
 
 _client_ids = itertools.count(1)
@@ -241,8 +245,10 @@ class Client(asyncio.Protocol):
                 dispatch(self, request)
             if not has_data():
                 return  # the common end: all run, at a boundary
-            if self.blocked or self.closing:
+            if self.blocked or self.closing or done >= RUN_BUDGET:
                 self.keep_read(data, done)
+                if done >= RUN_BUDGET:
+                    self.server.loop.call_soon(self.resume)  # the rest next pass
                 return
         self.process_input()
 
@@ -258,8 +264,14 @@ class Client(asyncio.Protocol):
     # ---- input --------------------------------------------------------------------
     def process_input(self) -> None:
         """Run the complete requests of the input in order, until it is used up, the
-        client blocks or is closing."""
+        client blocks or is closing; past RUN_BUDGET steps the rest waits for the next
+        event-loop pass."""
+        budget = RUN_BUDGET
         while not self.blocked and not self.closing and self.transport is not None:
+            budget -= 1
+            if budget < 0:
+                self.server.loop.call_soon(self.resume)
+                return
             if self.inline_buf:
                 if not self.process_inline() and (
                     self.blocked or self.closing or not self.more_inline()
@@ -581,7 +593,8 @@ class Client(asyncio.Protocol):
             self.server.loop.call_soon(self.resume)
 
     def resume(self) -> None:
-        """Run what the client sent while it was blocked."""
+        """Run what the client sent while it was blocked, or what was left for the
+        next event-loop pass (RUN_BUDGET)."""
         if self.closing or self.blocked:
             return
         if (

@@ -225,6 +225,31 @@ def test_pipelined_replies_keep_order(client: redis.Redis) -> None:
 # ---- RESP3 and HELLO -----------------------------------------------------------------
 
 
+def test_a_long_pipeline_leaves_other_clients_their_turn(node: Node) -> None:
+    """A client's pipeline read at once runs RUN_BUDGET (256) requests an event-loop
+    pass, then the others' turn comes: here 1,000 requests of 2 ms each (2 s) in one
+    write, and another client's PING answered long before their end (without the
+    budget it waits for all of them); all 1,000 replies come back, in order."""
+    pipeline = encode(("DEBUG", "SLEEP", "0.002")) * 1000 + encode(("PING",))
+    with (
+        socket.create_connection(("127.0.0.1", node.port)) as other,
+        socket.create_connection(("127.0.0.1", node.port)) as busy,
+    ):
+        for conn in (other, busy):  # both accepted before the pipeline
+            conn.sendall(encode(("PING",)))
+            assert recv_until(conn, 1) == b"+PONG\r\n"
+        busy.sendall(pipeline)
+        time.sleep(0.05)  # (the pipeline read first)
+        started = time.monotonic()
+        other.sendall(encode(("PING",)))
+        assert recv_until(other, 1) == b"+PONG\r\n"
+        waited = time.monotonic() - started
+        replies = recv_until(busy, 1001)
+    assert replies == b"+OK\r\n" * 1000 + b"+PONG\r\n"
+    # About two passes (1 s): uvloop runs the resumed pass before it polls again.
+    assert waited < 1.5, f"the other client waited {waited:.2f}s (the whole pipeline: 2s)"
+
+
 def test_hello_3_switches_to_resp3(raw: Conn) -> None:
     t, fields = raw.call("HELLO", "3")
     assert t == "%"
