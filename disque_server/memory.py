@@ -119,18 +119,14 @@ class Memory:
             return freed
         return 0
 
-    @property
-    def full(self) -> bool:
-        return self.level >= FULL
-
     def room_for_command(self) -> bool:
         """Before a command that grows memory (denyoom) from 95%, as Disque's
         freeMemoryIfNeeded: with policy acks free what is safe to free, a slice
         (idle empty queues only when no job is left), and say whether memory is
         back under 95%; with noeviction there is no room. A refusal is -OOM."""
-        if self.server.config["maxmemory-policy"] != "acks":
-            return False
         server = self.server
+        if server.config["maxmemory-policy"] != "acks":
+            return False
         if len(server.jobs):
             self.evict_jobs(EVICT_BEFORE_COMMAND)
         else:

@@ -30,8 +30,8 @@ def reachable_nodes(node) -> int:
 
 
 def test_reachable_nodes_are_the_replication_candidates(cluster3):
-    """cluster_reachable_nodes is Disque's reachable_nodes_count: a leaving node, still
-    linked, is no longer one (nor, until it is flagged PFAIL, is a dead node less one)."""
+    """cluster_reachable_nodes is Disque's reachable_nodes_count, the nodes a job can be
+    replicated to: a leaving node, still linked, is not one."""
     a, b, c = cluster3
     assert reachable_nodes(a) == 2
     c.call("CLUSTER", "LEAVING", "yes")
