@@ -91,6 +91,7 @@ _disque() {
         client)
             if (( position == 1 )); then words="LIST KILL GETNAME SETNAME PAUSE"; else
             case "${sub,,}" in
+                kill) words="ID TYPE ADDR SKIPME" ;;
             esac; fi ;;
     esac
     if [[ "$cur" == [a-z]* || ( -z "$cur" && "$command" == [a-z]* ) ]]; then

@@ -400,7 +400,13 @@ COMMANDS: tuple[Command, ...] = (
             _sub(
                 "CLIENT", "LIST", "", "The list of client connections", "connection", verbatim=True
             ),
-            _sub("CLIENT", "KILL", "ip:port", "Close the connection of a client", "connection"),
+            _sub(
+                "CLIENT",
+                "KILL",
+                "ip:port | [ID id] [TYPE normal] [ADDR ip:port] [SKIPME yes|no]",
+                "Close client connections: by address, or those matching every filter",
+                "connection",
+            ),
             _sub("CLIENT", "GETNAME", "", "The name of the current connection", "connection"),
             _sub(
                 "CLIENT", "SETNAME", "connection-name", "Name the current connection", "connection"

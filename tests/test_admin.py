@@ -332,6 +332,36 @@ def test_client_kill_by_addr(node: Node, raw: Conn) -> None:
         victim.close()
 
 
+@pytest.mark.timeout(30)
+def test_client_kill_filters_as_disque(node: Node, raw: Conn) -> None:
+    """The new form: ID, TYPE (normal, Disque's only type), ADDR and SKIPME filters, all
+    to match; the number killed, 0 included; the caller skipped unless SKIPME no."""
+    first, second = Conn(node.port), Conn(node.port)
+    try:
+        ids = [conn.call("CLIENT", "ID")[1] for conn in (first, second)]
+        assert raw.call("CLIENT", "KILL", "ID", "999999") == (":", 0)
+        assert raw.call("CLIENT", "KILL", "ADDR", "1.2.3.4:5", "TYPE", "normal") == (":", 0)
+        assert raw.call("CLIENT", "KILL", "ID", str(ids[0]), "TYPE", "NORMAL") == (":", 1)
+        assert first.is_closed(5) and second.call("PING") == ("+", "PONG")
+        assert raw.call("CLIENT", "KILL", "TYPE", "pubsub") == (
+            "-",
+            "ERR Unknown client type 'pubsub'",
+        )
+        for bad in (["SKIPME", "maybe"], ["ADDR", "1.2.3.4:5", "ID"], ["FOO", "bar"]):
+            assert raw.call("CLIENT", "KILL", *bad) == ("-", "ERR syntax error"), bad
+        assert raw.call("CLIENT", "KILL") == ("-", "ERR syntax error")
+        # One argument is the old form, whatever it says: an address.
+        assert raw.call("CLIENT", "KILL", "ID") == ("-", "ERR No such client")
+        # Every normal client but the caller, then the caller too with SKIPME no.
+        assert raw.call("CLIENT", "KILL", "TYPE", "normal") == (":", 1)
+        assert second.is_closed(5) and raw.call("PING") == ("+", "PONG")
+        assert raw.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no") == (":", 1)
+        assert raw.is_closed(5)
+    finally:
+        first.close()
+        second.close()
+
+
 # ---- SLOWLOG / LATENCY ---------------------------------------------------------------
 
 

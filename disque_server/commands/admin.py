@@ -170,7 +170,7 @@ def client_command(c: Client, argv: list[bytes]) -> None:
         c.reply(bulk(c.name) if c.name else c.proto.null)
     elif sub == b"id" and len(argv) == 2:
         c.reply(integer(c.id))
-    elif sub == b"kill" and len(argv) >= 3:
+    elif sub == b"kill":
         client_kill(c, argv[2:])
     else:
         c.reply_error(
@@ -179,32 +179,59 @@ def client_command(c: Client, argv: list[bytes]) -> None:
 
 
 def client_kill(c: Client, args: list[bytes]) -> None:
-    if len(args) == 1:  # old form: CLIENT KILL addr
-        addr, client_id = args[0].decode(errors="replace"), None
-    elif len(args) == 2 and args[0].lower() == b"addr":
-        addr, client_id = args[1].decode(errors="replace"), None
-    elif len(args) == 2 and args[0].lower() == b"id":
-        addr, client_id = None, parse_ll(args[1])
-        if client_id is None:
-            c.reply(NOT_INTEGER)
-            return
-    else:
+    """CLIENT KILL addr (the old form: +OK, or an error when nobody matches; a client
+    may kill itself), or CLIENT KILL [ID id] [TYPE normal] [ADDR addr] [SKIPME yes|no]
+    (every filter given must match; the number killed, 0 included; the caller is
+    skipped unless SKIPME no). As Disque's: it has one client type, normal."""
+    if not args:
         c.reply(SYNTAX_ERROR)
         return
+    addr: str | None = None
+    client_id = 0
+    skipme = len(args) > 1
+    if len(args) == 1:
+        addr = args[0].decode(errors="replace")
+    for i in range(0, len(args) if len(args) > 1 else 0, 2):
+        opt = args[i].lower()
+        if i + 1 >= len(args):
+            c.reply(SYNTAX_ERROR)
+            return
+        value = args[i + 1]
+        if opt == b"id":
+            parsed = parse_ll(value)
+            if parsed is None:
+                c.reply(NOT_INTEGER)
+                return
+            client_id = parsed
+        elif opt == b"type":
+            if value.lower() != b"normal":
+                c.reply_error(f"ERR Unknown client type '{value.decode(errors='replace')}'")
+                return
+        elif opt == b"addr":
+            addr = value.decode(errors="replace")
+        elif opt == b"skipme" and value.lower() in (b"yes", b"no"):
+            skipme = value.lower() == b"yes"
+        else:
+            c.reply(SYNTAX_ERROR)
+            return
     victims = [
         cl
         for cl in c.server.clients
-        if (addr is not None and cl.addr == addr) or (client_id is not None and cl.id == client_id)
+        if (addr is None or cl.addr == addr)
+        and (not client_id or cl.id == client_id)
+        and not (skipme and cl is c)
     ]
-    if not victims:
-        c.reply_error("ERR No such client")
-        return
     for victim in victims:
         if victim is c:
             victim.close_after_reply()
         else:
             victim.kill()
-    c.reply(resp.OK if len(args) == 1 else integer(len(victims)))
+    if len(args) > 1:
+        c.reply(integer(len(victims)))
+    elif victims:
+        c.reply(resp.OK)
+    else:
+        c.reply_error("ERR No such client")
 
 
 # ---- SLOWLOG / LATENCY / COMMAND -----------------------------------------------------------
