@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,6 +73,21 @@ def parse_memory(text: str) -> int:
 
 def parse_int(text: str) -> int:
     return int(text.strip())
+
+
+_STRTOLL = re.compile(r"[+-]?[0-9]+")
+LLONG_MIN, LLONG_MAX = -(2**63), 2**63 - 1
+
+
+def parse_ll_strict(text: str) -> int:
+    """A number as CONFIG SET reads one (Disque's getLongLongFromObject): digits after
+    an optional sign, no space, no unit, within a long long."""
+    if not _STRTOLL.fullmatch(text):
+        raise ValueError(text)
+    value = int(text)
+    if not LLONG_MIN <= value <= LLONG_MAX:
+        raise ValueError(text)
+    return value
 
 
 def parse_ip(text: str) -> str:
@@ -156,8 +172,13 @@ class Param:
     minimum: int | None = None
     choices: tuple[str, ...] = ()
     multi: bool = False  # takes several words (bind, client-output-buffer-limit)
+    # CONFIG SET's own rules where Disque's differ from the file's: a lower bound, a
+    # number without unit (parse_ll_strict), and a range values are brought into (hz).
+    set_minimum: int | None = None
+    set_parse: Callable[[str], Any] | None = None
+    clamp: tuple[int, int] | None = None
 
-    def convert(self, words: list[str]) -> Any:
+    def convert(self, words: list[str], for_set: bool = False) -> Any:
         if self.multi:
             return self.parse(" ".join(words))
         if len(words) != 1:
@@ -167,9 +188,15 @@ class Param:
             if raw.lower() not in self.choices:
                 raise ValueError(raw)
             return raw.lower()
-        value = self.parse(raw)
-        if self.minimum is not None and value < self.minimum:
+        parse, minimum = self.parse, self.minimum
+        if for_set:
+            parse = self.set_parse or (parse_ll_strict if parse is parse_int else parse)
+            minimum = self.set_minimum if self.set_minimum is not None else minimum
+        value = parse(raw)
+        if minimum is not None and value < minimum:
             raise ValueError(raw)
+        if self.clamp is not None:
+            value = min(max(value, self.clamp[0]), self.clamp[1])
         return value
 
 
@@ -186,8 +213,14 @@ PARAMS: dict[str, Param] = {
         _P("maxmemory-samples", 5, parse_int, minimum=1),
         _P("timeout", 0, parse_int, minimum=0),
         _P("auto-aof-rewrite-percentage", 100, parse_int, minimum=0),
-        _P("auto-aof-rewrite-min-size", 64 * 1024 * 1024, parse_memory),
-        _P("slowlog-log-slower-than", 10000, parse_int),
+        _P(
+            "auto-aof-rewrite-min-size",
+            64 * 1024 * 1024,
+            parse_memory,
+            set_parse=parse_ll_strict,
+            set_minimum=0,
+        ),
+        _P("slowlog-log-slower-than", 10000, parse_int, set_minimum=0),
         _P("latency-monitor-threshold", 0, parse_int, minimum=0),
         _P("slowlog-max-len", 128, parse_int, minimum=0),
         _P("port", 7711, parse_int, settable=False, minimum=0),
@@ -195,7 +228,7 @@ PARAMS: dict[str, Param] = {
         _P("databases", 16, parse_int, settable=False, minimum=1),
         _P("maxclients", 10000, parse_int, minimum=1),
         _P("watchdog-period", 0, parse_int, minimum=0),
-        _P("hz", 10, parse_int, minimum=1),
+        _P("hz", 10, parse_int, set_minimum=0, clamp=(1, 500)),  # Disque's CONFIG_MIN/MAX_HZ
         _P("cluster-node-timeout", 15000, parse_int, minimum=1),
         _P("tcp-keepalive", 0, parse_int, minimum=0),
         _P("no-appendfsync-on-rewrite", False, parse_bool),
@@ -307,7 +340,7 @@ class Config:
         if param is None or not param.visible or not param.settable:
             raise ConfigError(f"Unsupported CONFIG parameter: {name}")
         try:
-            value = param.convert(raw.split() if param.multi else [raw])
+            value = param.convert(raw.split() if param.multi else [raw], for_set=True)
             if name == "dir":
                 os.chdir(raw)
                 value = os.getcwd()

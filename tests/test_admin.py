@@ -274,9 +274,40 @@ def test_config_errors(raw: Conn, args: list[str], error: str) -> None:
 
 
 def test_config_set_wrong_arity(raw: Conn) -> None:
-    t, msg = raw.call("CONFIG", "SET", "hz")
-    assert t == "-" and msg.startswith("ERR")
+    assert raw.call("CONFIG", "SeT", "hz") == (
+        "-",
+        "ERR Wrong number of arguments for CONFIG SeT",  # (spelled as sent, as Disque)
+    )
     assert config_get(raw, "hz") == {"hz": "10"}
+
+
+@pytest.mark.parametrize(
+    "value", [" 10", "10 ", "1_0", "0x10", "1.5", "10kb", "99999999999999999999"]
+)
+def test_config_set_numbers_as_disque_reads_them(raw: Conn, value: str) -> None:
+    """CONFIG SET takes a number as Disque's getLongLongFromObject: digits after an
+    optional sign, nothing around them (the config file is more lenient)."""
+    assert raw.call("CONFIG", "SET", "timeout", value) == (
+        "-",
+        f"ERR Invalid argument '{value}' for CONFIG SET 'timeout'",
+    )
+    assert raw.call("CONFIG", "SET", "timeout", "+030") == ("+", "OK")
+    assert config_get(raw, "timeout") == {"timeout": "30"}
+
+
+def test_config_set_bounds_as_disque(raw: Conn) -> None:
+    # hz is a hint: taken into 1..500; below 0 refused.
+    assert raw.call("CONFIG", "SET", "hz", "0") == ("+", "OK")
+    assert config_get(raw, "hz") == {"hz": "1"}
+    assert raw.call("CONFIG", "SET", "hz", "100000") == ("+", "OK")
+    assert config_get(raw, "hz") == {"hz": "500"}
+    assert raw.call("CONFIG", "SET", "hz", "-1")[0] == "-"
+    assert raw.call("CONFIG", "SET", "hz", "10") == ("+", "OK")
+    # No negative slowlog threshold, and no unit for the AOF rewrite size here.
+    assert raw.call("CONFIG", "SET", "slowlog-log-slower-than", "-1")[0] == "-"
+    assert raw.call("CONFIG", "SET", "auto-aof-rewrite-min-size", "64mb")[0] == "-"
+    assert raw.call("CONFIG", "SET", "auto-aof-rewrite-min-size", "1048576") == ("+", "OK")
+    assert config_get(raw, "auto-aof-rewrite-min-size") == {"auto-aof-rewrite-min-size": "1048576"}
 
 
 def test_config_rewrite_without_config_file(raw: Conn) -> None:
@@ -394,7 +425,8 @@ def test_slowlog_get_count_limits(raw: Conn) -> None:
 def test_slowlog_reset(raw: Conn) -> None:
     raw.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
     raw.call("PING")
-    raw.call("CONFIG", "SET", "slowlog-log-slower-than", "-1")
+    # (off: CONFIG SET takes no negative threshold, as Disque's; a file's -1 is off)
+    raw.call("CONFIG", "SET", "slowlog-log-slower-than", "1000000000")
     assert raw.call("SLOWLOG", "RESET") == ("+", "OK")
     assert raw.call("SLOWLOG", "LEN") == (":", 0)
     raw.call("PING")

@@ -146,7 +146,10 @@ def config_command(c: Client, argv: list[bytes]) -> None:
             cmd.calls, cmd.usec = 0, 0.0
         c.reply(resp.OK)
     elif sub in (b"get", b"set", b"rewrite", b"resetstat"):
-        c.reply_error(f"ERR Wrong number of arguments for CONFIG {sub.decode().upper()}")
+        # (the subcommand as the client spelled it, as Disque echoes it)
+        c.reply_error(
+            f"ERR Wrong number of arguments for CONFIG {argv[1].decode(errors='replace')}"
+        )
     else:
         c.reply_error("ERR CONFIG subcommand must be one of GET, SET, RESETSTAT, REWRITE")
 
