@@ -617,6 +617,13 @@ def test_shutdown_exits_zero(start_node) -> None:
     assert node.proc.wait(10) == 0
 
 
+def test_shutdown_takes_only_rewrite_aof(node: Node, raw: Conn) -> None:
+    """As Disque's: REWRITE-AOF or nothing; Redis' SAVE and NOSAVE are syntax errors."""
+    for args in (["SAVE"], ["NOSAVE"], ["REWRITE-AOF", "NOW"], ["NOW"]):
+        assert raw.call("SHUTDOWN", *args) == ("-", "ERR syntax error"), args
+    assert node.is_running() and raw.call("PING") == ("+", "PONG")
+
+
 @pytest.mark.timeout(30)
 def test_sigterm_exits_zero(start_node) -> None:
     node = start_node()

@@ -338,7 +338,7 @@ def shutdown_command(c: Client, argv: list[bytes]) -> None:
         c.reply(SYNTAX_ERROR)
         return
     option = argv[1].lower() if len(argv) == 2 else b""
-    if option not in (b"", b"save", b"nosave", b"rewrite-aof"):
+    if option not in (b"", b"rewrite-aof"):  # (SAVE and NOSAVE are Redis', not Disque's)
         c.reply(SYNTAX_ERROR)
         return
     if option == b"rewrite-aof" and not server.prepare_shutdown_rewrite_aof():
