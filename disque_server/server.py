@@ -30,6 +30,7 @@ from disque_server.commands import Command, build_table, getjob
 from disque_server.config import Config, ConfigError
 from disque_server.job import CtimeClock, Job
 from disque_server.jobs import Jobs
+from disque_server.listener import Listener, listening_sockets
 from disque_server.log import Log
 from disque_server.memory import EVICT, Memory
 from disque_server.output_limits import OutputLimits
@@ -111,7 +112,7 @@ class Server:
         self.slowlog_next_id = 0
         # Read by every command: kept here, not looked up in the config each time.
         self.slowlog_threshold_s = slowlog_threshold_s(config["slowlog-log-slower-than"])
-        self.servers: list[asyncio.AbstractServer] = []
+        self.servers: list[asyncio.AbstractServer | Listener] = []
         self.shutdown_event = asyncio.Event()
         self.exit_code = 0
         self.shutting_down = False
@@ -158,19 +159,15 @@ class Server:
     ) -> None:
         for host in hosts:
             try:
-                srv = await self.loop.create_server(
-                    lambda: Client(self),
-                    host,
-                    port,
-                    backlog=self.config["tcp-backlog"],
-                    reuse_address=True,
-                    ssl=ssl_context,
-                )
+                socks = listening_sockets(host, port, self.config["tcp-backlog"])
             except OSError:
                 if host == "::1":  # no IPv6 loopback on this machine: fine
                     continue
                 raise
-            self.servers.append(srv)
+            for sock in socks:
+                self.servers.append(
+                    Listener(self.loop, sock, lambda: Client(self), ssl_context, self.log.warning)
+                )
 
     async def listen_unix(self, path: str, perm: int) -> None:
         """unixsocket: as Disque, a stale file is removed first, and unixsocketperm

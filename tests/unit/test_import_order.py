@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("log",),
     ("config",),
     ("tls",),  # config's TLS options as SSL contexts
+    ("listener",),  # the client port's sockets (stdlib only)
     ("resp",),  # all encoding, and the request framing
     ("job",),  # a job, and its fields for the bus and the AOF
     ("memory",),  # what jobs and queues cost: used_memory
