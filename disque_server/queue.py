@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from disque_server.server import Server
 
 PAUSED_IN, PAUSED_OUT = 1, 2
-SERVE_BATCH = 256  # blocked clients served per event-loop pass
+SERVE_BATCH = 128  # blocked clients served per event-loop pass (~20 us each: a write)
 PAUSE_NAMES = {0: b"none", PAUSED_IN: b"in", PAUSED_OUT: b"out", PAUSED_IN | PAUSED_OUT: b"all"}
 
 _by_ctime = attrgetter("ctime")
