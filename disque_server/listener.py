@@ -39,6 +39,7 @@ class Listener:
         self.protocol_factory = protocol_factory
         self.ssl_context = ssl_context
         self.on_error = on_error
+        self.connecting: set[asyncio.Task[None]] = set()  # (the loop keeps tasks weakly)
         loop.add_reader(sock.fileno(), self.accept_burst)
 
     def accept_burst(self) -> None:
@@ -51,7 +52,9 @@ class Listener:
                 self.on_error(f"Accepting a client connection: {exc.strerror or exc}")
                 return
             conn.setblocking(False)
-            self.loop.create_task(self.connect(conn))
+            task = self.loop.create_task(self.connect(conn))
+            self.connecting.add(task)
+            task.add_done_callback(self.connecting.discard)
 
     async def connect(self, conn: socket.socket) -> None:
         try:
