@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -49,10 +48,10 @@ from single_node import (  # noqa: E402
 from vs_disque import (  # noqa: E402
     Figure,
     flush_all,
-    measure,
     median,
     queued_after,
     rb_run,
+    run_figure,
     show,
     start_reference,
 )
@@ -97,24 +96,7 @@ def figures(requests: int) -> list[Figure]:
                 queued_after("q", issued(n, pipeline)),
             ),
         ]
-    for figure in result:
-        figure.samples = {kind: [] for kind in KINDS}
     return result
-
-
-def run_figure(figure: Figure, nodes: dict[str, list[Server]], runs: int) -> None:
-    say(f"  {figure.name} ...")
-    for i in range(runs):
-        order = KINDS[i % len(KINDS) :] + KINDS[: i % len(KINDS)]
-        for kind in order:
-            figure.prepare(nodes[kind])
-            sample = measure(nodes[kind], partial(figure.run, nodes[kind]))
-            figure.check(nodes[kind])
-            figure.samples[kind].append(sample)
-            say(
-                f"    run {i + 1} {kind:>5}: {sample.outcome.value:>10,.0f}/s, server "
-                f"{sample.user_us:.1f} / {sample.sys_us:.1f} µs user / sys"
-            )
 
 
 def markdown(done: list[Figure], header: str) -> str:
@@ -168,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="disque-floor-") as d:
             with servers(Path(d), args.ref_bin.resolve()) as nodes:
                 for figure in done:
-                    run_figure(figure, nodes, args.runs)
+                    run_figure(figure, nodes, args.runs, KINDS)
     except KeyboardInterrupt:
         print("interrupted: servers stopped", file=sys.stderr)
         return 130

@@ -404,16 +404,22 @@ def cluster_figures(scale: Scale) -> list[Figure]:
     ]
 
 
-def run_figure(figure: Figure, nodes: dict[str, list[Server]], runs: int) -> None:
+def run_figure(
+    figure: Figure, nodes: dict[str, list[Server]], runs: int, kinds: Sequence[str] = KINDS
+) -> None:
+    """--runs runs of the figure on each kind of server, the order turning at every run
+    (with two kinds: ours first on even runs, C first on odd ones)."""
     say(f"  {figure.name} ...")
+    kinds = tuple(kinds)
     for i in range(runs):
-        for kind in KINDS if i % 2 == 0 else KINDS[::-1]:
+        turn = i % len(kinds)
+        for kind in kinds[turn:] + kinds[:turn]:
             figure.prepare(nodes[kind])
             sample = measure(nodes[kind], partial(figure.run, nodes[kind]))
             figure.check(nodes[kind])
-            figure.samples[kind].append(sample)
+            figure.samples.setdefault(kind, []).append(sample)
             say(
-                f"    run {i + 1} {kind:>4}: {sample.outcome.value:>10,.0f}/s, server "
+                f"    run {i + 1} {kind:>5}: {sample.outcome.value:>10,.0f}/s, server "
                 f"{sample.user_us:.1f} / {sample.sys_us:.1f} µs user / sys, "
                 f"client CPU {sample.client_cpu:.0%}"
             )
