@@ -43,6 +43,24 @@ VOLATILE_KEYS = {
     "import-rate",
 }
 SKIP_CMDS = {"TIME", "CLIENT", "COMMAND", "SLOWLOG", "LATENCY", "DEBUG"}
+# SHOW's fields (and JSCAN REPLY ALL's), in Disque's order.
+SHOW_KEYS = [
+    "id",
+    "queue",
+    "state",
+    "repl",
+    "ttl",
+    "ctime",
+    "delay",
+    "retry",
+    "nacks",
+    "additional-deliveries",
+    "nodes-delivered",
+    "nodes-confirmed",
+    "next-requeue-within",
+    "next-awake-within",
+    "body",
+]
 
 Tree = tuple[str, Any]
 

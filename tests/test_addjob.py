@@ -7,26 +7,8 @@ import time
 
 import pytest
 import redis
-from conformance import JOBID, Conn, pairs
+from conformance import JOBID, SHOW_KEYS, Conn, pairs
 from nodes import Node
-
-SHOW_KEYS = [
-    "id",
-    "queue",
-    "state",
-    "repl",
-    "ttl",
-    "ctime",
-    "delay",
-    "retry",
-    "nacks",
-    "additional-deliveries",
-    "nodes-delivered",
-    "nodes-confirmed",
-    "next-requeue-within",
-    "next-awake-within",
-    "body",
-]
 
 
 @pytest.fixture

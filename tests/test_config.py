@@ -41,6 +41,38 @@ def config_get(node: Node, name: str) -> str:
     return reply[1].decode()
 
 
+def start_from_stdin(tmp_path: Path, config: bytes) -> Node:
+    """A node started with ``-`` (its config read from standard input), ready."""
+    node = Node(tmp_path / "n")
+    node.proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "disque_server",
+            "-",
+            "--port",
+            str(node.port),
+            "--dir",
+            str(node.dir),
+            "--logfile",
+            str(node.logfile),
+        ],
+        cwd=node.dir,
+        env=env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        node.proc.stdin.write(config)
+        node.proc.stdin.close()
+        node.wait_ready()
+    except BaseException:
+        node.terminate()
+        raise
+    return node
+
+
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
@@ -134,30 +166,8 @@ def test_hex_escapes_in_a_config_value_are_bytes(start_node, tmp_path: Path) -> 
 
 
 def test_config_from_stdin(tmp_path: Path) -> None:
-    node = Node(tmp_path / "n")
-    node.proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "disque_server",
-            "-",
-            "--port",
-            str(node.port),
-            "--dir",
-            str(node.dir),
-            "--logfile",
-            str(node.logfile),
-        ],
-        cwd=node.dir,
-        env=env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    node = start_from_stdin(tmp_path, b"# from stdin\nhz 17\nslowlog-max-len 33\n")
     try:
-        node.proc.stdin.write(b"# from stdin\nhz 17\nslowlog-max-len 33\n")
-        node.proc.stdin.close()
-        node.wait_ready()
         assert config_get(node, "hz") == "17"
         assert config_get(node, "slowlog-max-len") == "33"
     finally:
@@ -305,30 +315,8 @@ def test_config_rewrite_without_file_is_an_error(node: Node) -> None:
 
 
 def test_config_rewrite_from_stdin_is_an_error(tmp_path: Path) -> None:
-    node = Node(tmp_path / "n")
-    node.proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "disque_server",
-            "-",
-            "--port",
-            str(node.port),
-            "--dir",
-            str(node.dir),
-            "--logfile",
-            str(node.logfile),
-        ],
-        cwd=node.dir,
-        env=env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    node = start_from_stdin(tmp_path, b"hz 12\n")
     try:
-        node.proc.stdin.write(b"hz 12\n")
-        node.proc.stdin.close()
-        node.wait_ready()
         with Conn(node.port) as c:
             t, _ = c.call("CONFIG", "REWRITE")
         assert t == "-"

@@ -6,26 +6,8 @@ import random
 
 import pytest
 import redis
-from conformance import Conn, pairs
+from conformance import SHOW_KEYS, Conn, pairs
 from nodes import Node
-
-SHOW_KEYS = [
-    "id",
-    "queue",
-    "state",
-    "repl",
-    "ttl",
-    "ctime",
-    "delay",
-    "retry",
-    "nacks",
-    "additional-deliveries",
-    "nodes-delivered",
-    "nodes-confirmed",
-    "next-requeue-within",
-    "next-awake-within",
-    "body",
-]
 
 
 @pytest.fixture
