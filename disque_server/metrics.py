@@ -200,7 +200,7 @@ class NodeCollector:
             "disque_cluster_reachable_nodes",
             "Other nodes a job can be replicated to: not flagged PFAIL, FAIL, handshake "
             "or leaving (Disque's reachable nodes)",
-            value=cluster.reachable_count,
+            value=cluster.replication_candidates_count(),
         )
         yield GaugeMetricFamily(
             "disque_cluster_failing_nodes",

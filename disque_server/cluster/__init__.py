@@ -572,12 +572,8 @@ class Cluster:
         return self.candidates
 
     def replication_candidates_count(self) -> int:
-        return len(self.replication_candidates())
-
-    @property
-    def reachable_count(self) -> int:
-        """cluster_reachable_nodes: Disque's reachable_nodes_count, the nodes a job can
-        be replicated to (linked or not), not the links up (CLUSTER NODES shows those)."""
+        """Disque's reachable_nodes_count: also cluster_reachable_nodes (CLUSTER INFO,
+        INFO, the metric), the nodes a job can be replicated to, not the links up."""
         return len(self.replication_candidates())
 
     def priority(self, node: ClusterNode) -> int:
@@ -627,7 +623,7 @@ class Cluster:
     def info(self) -> str:
         return (
             f"cluster_state:ok\r\ncluster_known_nodes:{self.size}\r\n"
-            f"cluster_reachable_nodes:{self.reachable_count}\r\n"
+            f"cluster_reachable_nodes:{self.replication_candidates_count()}\r\n"
             f"cluster_size:{self.size}\r\n"
             f"cluster_stats_messages_sent:{self.messages_sent}\r\n"
             f"cluster_stats_messages_received:{self.messages_received}\r\n"
