@@ -24,11 +24,11 @@ from disque_server.ack import Acks
 from disque_server.aof import AOF
 from disque_server.blocking import BlockedGetJob
 from disque_server.client import Client
-from disque_server.cluster import Cluster
+from disque_server.cluster import Cluster, replication
 from disque_server.collector import Collector
 from disque_server.commands import Command, build_table, getjob
 from disque_server.config import Config, ConfigError
-from disque_server.job import CtimeClock, Job
+from disque_server.job import WAIT_REPL, CtimeClock, Job
 from disque_server.jobs import Jobs
 from disque_server.listener import Listener, listening_sockets
 from disque_server.log import Log
@@ -421,7 +421,10 @@ class Server:
 
     # ---- hooks used by the job state machine -------------------------------------------
     def on_job_unregistered(self, job: Job) -> None:
-        self.aof.deljob(job)
+        if job.state != WAIT_REPL:  # (a job waiting for its copies is not in the AOF)
+            self.aof.deljob(job)
+        if self.cluster.replications:  # it may be replicating still (a client waiting)
+            replication.job_removed(self.cluster, job)
         if self.acks.waits:
             self.acks.on_job_gone(job.id)
 

@@ -5,8 +5,11 @@ Disque), and a synchronous ADDJOB waits within its timeout for the links."""
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
+import pytest
+import redis
 from nodes import ClusterOfNodes, Node, as_dict, wait_for
 
 NODE_TIMEOUT = {"cluster-node-timeout": "3000"}
@@ -75,3 +78,53 @@ def test_every_job_comes_back_after_five_mass_restarts(tmp_path, start_node):
             "ADDJOB", "q", f"job{cycle}", "5000", "REPLICATE", "3", "RETRY", "1"
         )
         assert jid.startswith(b"D-")
+
+
+def test_a_job_waiting_for_replication_expires_at_its_ttl(start_cluster):
+    """Disque's unregisterJob: the TTL runs while ADDJOB waits for its copies; when
+    it runs out the client gets NOREPL at once and the copies are deleted."""
+    cluster = start_cluster(7, config={"cluster-node-timeout": "15000"})
+    cluster[6].kill()  # a copy on every node cannot be made while it is down
+    origin = cluster[0]
+    started = time.monotonic()
+    with (
+        origin.client(socket_timeout=30) as c,
+        pytest.raises(redis.ResponseError) as err,
+    ):
+        c.execute_command("ADDJOB", "myqueue", "myjob", "15000", "REPLICATE", "7", "TTL", "1")
+    took = time.monotonic() - started
+    assert str(err.value) == (
+        "NOREPL job removed (expired?) before the requested replication level was achieved"
+    )
+    assert took < 5, f"NOREPL after {took:.1f} s: the job outlived its 1 s TTL"
+    running = [n for n in cluster if n.is_running()]
+    wait_for(
+        lambda: all(n.info("jobs")["registered_jobs"] == 0 for n in running),
+        10,
+        message="the partial copies deleted on every node",
+    )
+
+
+def test_one_queued_copy_after_a_retry_on_a_freshly_restarted_node(start_cluster):
+    """The WILLQUEUE / QUEUED exchange picks one node, also when the node that
+    delivered the job was restarted just before (its links still coming up)."""
+    cluster = start_cluster(7, config=NODE_TIMEOUT)
+    restarted = cluster[0]
+    for attempt in range(5):
+        restarted.kill()
+        restarted.start()
+        queue = f"q{attempt}"
+        jid = restarted.call("ADDJOB", queue, "myjob", "5000", "REPLICATE", "3", "RETRY", "5")
+        got = restarted.call("GETJOB", "FROM", queue)
+        assert got[0][1] == jid
+
+        def queued_on(jid: bytes = jid) -> list[Node]:
+            return [n for n in cluster if as_dict(n.call("SHOW", jid)).get(b"state") == b"queued"]
+
+        wait_for(queued_on, 20, message=f"try {attempt}: the job queued again after its RETRY")
+        # Give a second owner's re-queue time to show (its timer has the same 5 s).
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            where = queued_on()
+            assert len(where) == 1, f"try {attempt}: queued on {len(where)} nodes"
+            time.sleep(0.1)

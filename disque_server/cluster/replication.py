@@ -40,6 +40,9 @@ RESEND_MS = 500  # ask unconfirmed nodes again this often
 ASYNC_DEADLINE_MS = 60_000
 
 NOREPL_TIMEOUT = b"-NOREPL Timeout reached before replicating to the requested number of nodes\r\n"
+NOREPL_REMOVED = (
+    b"-NOREPL job removed (expired?) before the requested replication level was achieved\r\n"
+)
 
 
 class Replication:
@@ -138,7 +141,10 @@ def cron(cluster: Cluster, now: int) -> None:
                 extra = more[0].id
                 rep.targets.append(extra)
                 rep.job.nodes_delivered = rep.job.nodes_delivered + (extra,)
-                send_repljob(cluster, rep.job, [extra])
+                # To every target, confirmed or not, as Disque's clusterReplicateJob:
+                # each copy must know every owner, or the re-queue exchange
+                # (WILLQUEUE, QUEUED) misses the new one and two nodes queue the job.
+                send_repljob(cluster, rep.job, rep.targets)
         if now - rep.last_resend >= RESEND_MS:
             rep.last_resend = now
             send_repljob(cluster, rep.job, [t for t in rep.targets if t not in rep.confirmed])
@@ -162,6 +168,7 @@ def replication_achieved(cluster: Cluster, rep: Replication) -> None:
 
 
 def replication_failed(cluster: Cluster, rep: Replication) -> None:
+    """The ms-timeout came first: the client gets NOREPL, the copies are deleted."""
     job = rep.job
     cluster.replications.pop(job.id, None)
     server = cluster.server
@@ -170,10 +177,26 @@ def replication_failed(cluster: Cluster, rep: Replication) -> None:
         local = server.jobs.lookup(job.id)
         if local is job:
             server.jobs.unregister(job)
+    reply_norepl(cluster, rep, NOREPL_TIMEOUT)
+
+
+def job_removed(cluster: Cluster, job: Job) -> None:
+    """A job still replicating was removed here (its TTL ran out, DELJOB, ...):
+    stop sending it. As Disque's unregisterJob, a client waiting for its copies
+    gets NOREPL at once and the copies made so far are deleted; an ASYNC job's
+    copies expire or are deleted on their own."""
+    rep = cluster.replications.pop(job.id, None)
+    if rep is None or job.state != WAIT_REPL:
+        return
+    cluster.send_to_ids(rep.targets, b"DELJOB", [job.id])
+    reply_norepl(cluster, rep, NOREPL_REMOVED)
+
+
+def reply_norepl(cluster: Cluster, rep: Replication, error: bytes) -> None:
     client = rep.client
     if client is not None and client.blocked is not None and client.blocked.data is rep:
-        client.reply(NOREPL_TIMEOUT)
-        server.stats.count_refusal(b"addjob", b"NOREPL")
+        client.reply(error)
+        cluster.server.stats.count_refusal(b"addjob", b"NOREPL")
         client.unblock()
         client.flush()
 

@@ -4,8 +4,8 @@ Every owner of an unacknowledged job has a re-queue timer. 500 ms before it
 fires an owner sends WILLQUEUE: owners that have the job queued answer
 QUEUED (the timer is postponed), owners that have it acked answer SETACK.
 When an owner re-queues it broadcasts QUEUED: the others postpone their own
-timer, and if two owners queued it at once, the one with the greater node
-ID dequeues its copy, so one node, not all, delivers it again. WORKING
+timer, and if two owners queued it at once, one of them dequeues its copy
+(``keeps_queued_copy``), so one node, not all, delivers it again. WORKING
 (and a delivery, which starts the retry period) postpones every owner.
 POSTPONE (beyond Disque: ``NACK ... DELAY``) holds every other owner's copy
 until the delay has passed, so the NACKing node re-queues it first.
@@ -26,6 +26,19 @@ if TYPE_CHECKING:
 NACK, DELIVERY, NOCOUNT = b"nack", b"deliv", b"-"
 MAX_POSTPONE_MS = 10 * 365 * 86400 * 1000  # a POSTPONE beyond this is not believed
 POSTPONE_MARGIN_MS = 1000  # the other owners' copies wait this much past a NACK's delay
+
+
+def job_rank(node_id: bytes, job_id: bytes) -> bytes:
+    """A node ID XORed with the job ID's random part (24 bytes from offset 11)."""
+    rnd = job_id[11:35]
+    return bytes(b ^ rnd[i % 24] for i, b in enumerate(node_id))
+
+
+def keeps_queued_copy(me: bytes, other: bytes, job_id: bytes) -> bool:
+    """Two owners queued the same job: does ``me`` keep its copy? As Disque's
+    compareNodeIDsByJob, the greater ID XORed with the job's random bits keeps it,
+    so which node delivers again changes from job to job."""
+    return job_rank(me, job_id) > job_rank(other, job_id)
 
 
 def other_owners(cluster: Cluster, job: Job) -> list[bytes]:
@@ -79,8 +92,8 @@ def on_queued(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: lis
     job = server.jobs.lookup(payload[0])
     if job is None or job.state == ACKED:
         return
-    if job.state == QUEUED and sender.id < cluster.myself.id:
-        server.queues.dequeue_job(job)  # the smaller node ID keeps the queued copy
+    if job.state == QUEUED and not keeps_queued_copy(cluster.myself.id, sender.id, job.id):
+        server.queues.dequeue_job(job)
     count = payload[1] if len(payload) > 1 else NOCOUNT
     if count == NACK:
         job.nacks += 1
