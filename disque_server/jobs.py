@@ -12,6 +12,12 @@ the job once (``FLAG_UNPLACED``), and the cron files the listed jobs before
 it looks at what is due. A job created, delivered and acknowledged between
 two ticks (the common life of a job) never touches a bucket at all.
 
+The timers' size follows the jobs they hold: a bucket emptied before its
+time (its jobs acknowledged, deleted or moved) is dropped at once, and the
+heap, which cannot remove a key cheaply, is rebuilt from the live buckets
+when its stale keys outnumber them. Without this, a job rate times RETRY
+(300 s by default) of emptied buckets would wait for their time to be freed.
+
 JSCAN walks the parts of the job index (``JobIndex``) in a fixed order; its
 cursor is the next part, so a job present during a whole iteration is
 returned exactly once, whatever is added or removed meanwhile.
@@ -41,6 +47,7 @@ if TYPE_CHECKING:
     from disque_server.server import Server
 
 BUCKET_MS = 50
+HEAP_SLACK = 64  # stale heap keys tolerated beyond twice the live buckets
 
 # The job index is split in up to INDEX_PARTS dicts by the hash of the ID.
 INDEX_PARTS = 1 << 14  # ~60 IDs a part at 1M jobs
@@ -210,9 +217,7 @@ class Jobs:
             job.awake = at
             return
         if job.awake:
-            old = self.buckets.get(job.awake // BUCKET_MS)
-            if old is not None:
-                old.discard(job)
+            self.unfile(job)
         job.awake = at
         job.flags |= FLAG_UNPLACED
         self.unplaced.append(job)
@@ -232,12 +237,26 @@ class Jobs:
                 bucket = buckets[key] = set()
                 heapq.heappush(heap, key)
             bucket.add(job)
+        if len(heap) > 2 * len(buckets) + HEAP_SLACK:
+            self.compact_heap()
+
+    def unfile(self, job: Job) -> None:
+        """Take a filed job out of its bucket; an emptied bucket goes at once."""
+        key = job.awake // BUCKET_MS
+        bucket = self.buckets.get(key)
+        if bucket is not None:
+            bucket.discard(job)
+            if not bucket:
+                del self.buckets[key]
+
+    def compact_heap(self) -> None:
+        """Rebuild the heap from the live buckets (a sorted list is a heap): drops
+        the keys of buckets emptied early, and the copies of a key filed again."""
+        self.bucket_heap = sorted(self.buckets)
 
     def _unschedule(self, job: Job) -> None:
         if job.awake and not job.flags & FLAG_UNPLACED:
-            bucket = self.buckets.get(job.awake // BUCKET_MS)
-            if bucket is not None:
-                bucket.discard(job)
+            self.unfile(job)
         job.awake = 0
 
     def process_due(self, now: int) -> int:
@@ -257,6 +276,8 @@ class Jobs:
                 # The bucket straddles now: take what is due, keep the rest.
                 ready = [j for j in bucket if j.awake <= now]
                 bucket.difference_update(ready)
+                if not bucket:
+                    del buckets[key]
                 due.extend(ready)
                 break
             heapq.heappop(heap)
@@ -310,11 +331,20 @@ class Jobs:
     def all(self) -> Iterable[Job]:
         return list(self.by_id.values())
 
+    def timer_fields(self) -> list[str]:
+        """The timers' own accounting (INFO timers): it returns to zero with the jobs."""
+        return [
+            f"timer_buckets:{len(self.buckets)}",
+            f"timer_heap_keys:{len(self.bucket_heap)}",
+            f"timer_filed_jobs:{sum(len(b) for b in self.buckets.values())}",
+            f"timer_unplaced_jobs:{len(self.unplaced)}",
+        ]
+
     def flush(self) -> None:
         self.by_id.clear()
         self.data_bytes = 0
-        self.buckets.clear()
-        self.bucket_heap.clear()
+        self.buckets = {}  # new containers: clear() would keep the peak's capacity
+        self.bucket_heap = []
         for job in self.unplaced:
             job.flags &= ~FLAG_UNPLACED
             job.awake = 0

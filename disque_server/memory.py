@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import resource
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, TypeVar
 
 from disque_server.job import ACKED, ACTIVE, FLAG_DELIVERED
 
@@ -32,6 +33,23 @@ EVICT_BEFORE_COMMAND = 100
 JOB_BYTES = 545
 QUEUE_BYTES = 1200  # a Queue object, its sorted list and scan index entry
 CLIENT_BYTES = 3500  # a connection: Client, parser, transport (buffers counted apart)
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+# A dict does not shrink when entries are deleted: after a burst it keeps the
+# table of its peak. Past these bounds (bytes, and bytes per entry) the cron
+# swaps it for a compact copy.
+PEAK_TABLE_MIN_BYTES = 8192
+PEAK_TABLE_BYTES_PER_ENTRY = 400
+
+
+def without_peak_capacity(d: dict[K, V]) -> dict[K, V]:
+    """``d``, or a compact copy of it when its table is far larger than its entries."""
+    size = sys.getsizeof(d)
+    if size > PEAK_TABLE_MIN_BYTES and size > PEAK_TABLE_BYTES_PER_ENTRY * len(d):
+        return dict(d)
+    return d
 
 
 def rss_bytes() -> int:

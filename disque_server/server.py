@@ -32,7 +32,7 @@ from disque_server.job import WAIT_REPL, CtimeClock, Job
 from disque_server.jobs import Jobs
 from disque_server.listener import Listener, listening_sockets
 from disque_server.log import Log
-from disque_server.memory import EVICT, Memory
+from disque_server.memory import EVICT, Memory, without_peak_capacity
 from disque_server.output_limits import OutputLimits
 from disque_server.queue import Queues
 from disque_server.resp import LEAVING_ERROR
@@ -371,6 +371,7 @@ class Server:
         self.memory.sample_buffers()
         self.memory.evict_if_needed()
         self.queues.evict_idle(self.config["queue-max-idle-time"])
+        self.release_peak_capacity()
         timeout = self.config["timeout"]
         if timeout:
             limit = time.time() - timeout
@@ -378,6 +379,15 @@ class Server:
                 if client.last_interaction < limit and not client.blocked and not client.monitor:
                     self.log.verbose("Closing idle client %s", client.addr)
                     client.kill()
+
+    def release_peak_capacity(self) -> None:
+        """Tables keyed by job, queue or client, emptied after a burst, give back
+        the memory of their peak (a dict keeps it until it grows again)."""
+        self.jobs.buckets = without_peak_capacity(self.jobs.buckets)
+        self.queues.by_name = without_peak_capacity(self.queues.by_name)
+        self.acks.waits = without_peak_capacity(self.acks.waits)
+        self.cluster.replications = without_peak_capacity(self.cluster.replications)
+        self.clients = without_peak_capacity(self.clients)
 
     # ---- latency monitoring ---------------------------------------------------------
     def record_stall(self, stall_ms: int) -> None:

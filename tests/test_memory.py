@@ -215,3 +215,28 @@ def test_oom_from_95_percent_unless_the_command_makes_room(raw: Conn) -> None:
     at_97_percent()
     assert raw.call("ADDJOB", "kept", "z", "0") == OOM
     assert raw.call("QLEN", "kept") == (":", 11)
+
+
+def test_timers_come_back_after_a_job_cycle_with_a_long_retry(node: Node) -> None:
+    """Jobs that live past a tick are filed in a timer bucket of their re-queue time
+    (RETRY 3600: an hour ahead); acknowledging them must give the buckets back at
+    once, not an hour later (INFO timers is the node's own accounting of them)."""
+    start = node.info("timers")
+    used_before = node.info("memory")["used_memory"]
+    assert start["timer_buckets"] == start["timer_filed_jobs"] == 0
+    with node.client() as c:
+        for _ in range(100):
+            pipe = c.pipeline(transaction=False)
+            for _ in range(200):
+                pipe.execute_command("ADDJOB", "cycle", "x" * 100, "0", "RETRY", "3600")
+            pipe.execute()
+            # Filed by the cron (place_unplaced) before they are fetched and acked.
+            wait_for(lambda: node.info("timers")["timer_filed_jobs"] == 200, 5)
+            jobs = c.execute_command("GETJOB", "NOHANG", "COUNT", "200", "FROM", "cycle")
+            c.execute_command("ACKJOB", *[job[1] for job in jobs])
+    timers = node.info("timers")
+    assert node.info("jobs")["registered_jobs"] == 0
+    assert timers["timer_buckets"] == timers["timer_filed_jobs"] == 0
+    # 100 emptied buckets left their keys in the heap; it was rebuilt on the way.
+    assert timers["timer_heap_keys"] <= 65
+    assert node.info("memory")["used_memory"] <= used_before + 10_000

@@ -148,7 +148,17 @@ SECTIONS: dict[str, Callable[[Server], list[str]]] = {
     "cpu": section_cpu,
     "commandstats": section_commandstats,
 }
-EXTRA_SECTIONS: dict[str, Callable[[Server], list[str]]] = {"latency": section_latency}
+
+
+def section_timers(s: Server) -> list[str]:
+    return s.jobs.timer_fields()
+
+
+# Beyond Disque, shown only when asked for by name (INFO latency, INFO timers).
+EXTRA_SECTIONS: dict[str, Callable[[Server], list[str]]] = {
+    "latency": section_latency,
+    "timers": section_timers,
+}
 DEFAULT = [name for name in SECTIONS if name != "commandstats"]
 
 

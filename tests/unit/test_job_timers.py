@@ -4,7 +4,7 @@ filed in its time bucket by the cron (place_unplaced), the only reader of the bu
 from __future__ import annotations
 
 from disque_server.job import FLAG_UNPLACED, WAIT_REPL, Job
-from disque_server.jobs import BUCKET_MS, Jobs
+from disque_server.jobs import BUCKET_MS, HEAP_SLACK, Jobs
 
 
 def make_job(n: int) -> Job:
@@ -82,3 +82,30 @@ def test_flush_forgets_the_unfiled_jobs() -> None:
     assert jobs.unplaced == [] and job.awake == 0 and not job.flags & FLAG_UNPLACED
     jobs.place_unplaced()
     assert jobs.buckets == {}
+
+
+def test_an_emptied_bucket_goes_at_once() -> None:
+    jobs = Jobs(None)  # type: ignore[arg-type]
+    job = make_job(20)
+    jobs.schedule(job, 3_600_000)
+    jobs.place_unplaced()
+    jobs.schedule(job, 7_200_000)  # moved: its first bucket is empty
+    assert 3_600_000 // BUCKET_MS not in jobs.buckets
+    jobs.place_unplaced()
+    jobs._unschedule(job)  # unregistered
+    assert jobs.buckets == {}
+
+
+def test_the_heap_is_rebuilt_when_emptied_buckets_outnumber_the_live_ones() -> None:
+    jobs = Jobs(None)  # type: ignore[arg-type]
+    for n in range(1000):
+        job = make_job(n)
+        jobs.schedule(job, 3_600_000 + n * BUCKET_MS)
+        jobs.place_unplaced()
+        jobs._unschedule(job)
+    assert jobs.buckets == {}
+    assert len(jobs.bucket_heap) <= HEAP_SLACK + 1
+    survivor = make_job(5000)
+    jobs.schedule(survivor, 10_000)
+    jobs.place_unplaced()
+    assert jobs.process_due(10_000) == 1  # the rebuilt heap still finds what is due
