@@ -23,5 +23,12 @@ of its own package); what a lower module calls above it is a hook that
 - ``main``      command line: ``disque-server [conf] [--directive value ...]``
 """
 
+import platform
+
 DISQUE_VERSION = "1.0-rc1"
 __version__ = "0.1.0"
+
+# Which build runs: mypyc compiles every module of the node (setup.py) to a C
+# extension, whose __file__ is the extension's; the pure-Python build's is a .py.
+BUILD = "pure" if __file__.endswith((".py", ".pyc")) else "mypyc"
+BUILD_ID = f"{platform.python_implementation().lower()}-{platform.python_version()}-{BUILD}"

@@ -23,7 +23,7 @@ import re
 import socket
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import hiredis
 
@@ -84,7 +84,7 @@ def set_keepalive(sock: socket.socket, interval: int) -> None:
         pass
 
 
-class Client(asyncio.Protocol):
+class Client:
     """The per-connection state; per-request state lives in the handlers."""
 
     def __init__(self, server: Server) -> None:
@@ -125,7 +125,8 @@ class Client(asyncio.Protocol):
 
     # ---- asyncio protocol interface -------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream transport (uvloop's does not subclass asyncio.Transport: no isinstance).
+        self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         server = self.server
         sock = transport.get_extra_info("socket")
@@ -141,12 +142,12 @@ class Client(asyncio.Protocol):
         server.stats.connections_received += 1
         if len(server.clients) >= server.config["maxclients"]:
             server.stats.rejected_connections += 1
-            transport.write(b"-ERR max number of clients reached\r\n")
+            self.transport.write(b"-ERR max number of clients reached\r\n")
             transport.close()
             self.closing = True
             return
         server.clients[self] = None
-        transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
+        self.transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True

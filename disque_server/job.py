@@ -197,24 +197,28 @@ class CtimeClock:
 FIELDS = 12
 
 # Queue names and node ID lists many received jobs carry: one object for all.
-_shared: dict[bytes, object] = {}
+SHARED_MAX = 4096
+_shared_names: dict[bytes, bytes] = {}
+_shared_node_ids: dict[bytes, tuple[bytes, ...]] = {}
 
 
-def shared(key: bytes, make: object) -> object:
-    value = _shared.get(key)
+def shared_name(name: bytes) -> bytes:
+    value = _shared_names.get(name)
     if value is None:
-        if len(_shared) >= 4096:
-            _shared.clear()
-        value = _shared[key] = make(key)  # type: ignore[operator]
+        if len(_shared_names) >= SHARED_MAX:
+            _shared_names.clear()
+        value = _shared_names[name] = name
     return value
 
 
-def _same(b: bytes) -> bytes:
-    return b
-
-
-def _node_ids(b: bytes) -> tuple[bytes, ...]:
-    return tuple(b.split())
+def shared_node_ids(field: bytes) -> tuple[bytes, ...]:
+    """The node IDs of a space-separated list, as one tuple shared by equal lists."""
+    value = _shared_node_ids.get(field)
+    if value is None:
+        if len(_shared_node_ids) >= SHARED_MAX:
+            _shared_node_ids.clear()
+        value = _shared_node_ids[field] = tuple(field.split())
+    return value
 
 
 def job_to_fields(job: Job) -> list[bytes]:
@@ -251,7 +255,7 @@ def job_from_fields(fields: list[bytes], state: int) -> Job | None:
     except ValueError:
         return None
     job = Job(fields[0], state, shared_int(etime), shared_int(retry))
-    job.queue = shared(fields[1], _same)  # type: ignore[assignment]
+    job.queue = shared_name(fields[1])
     job.body = fields[2]
     job.repl, job.ctime, job.delay = repl, ctime, delay
     job.nacks, job.deliveries = nacks, deliveries
@@ -260,5 +264,5 @@ def job_from_fields(fields: list[bytes], state: int) -> Job | None:
         job.qtime = now_ms() + (delay + retry) * 1000 + time_error_ms(retry)
     else:
         job.qtime = qtime
-    job.nodes_delivered = shared(fields[11], _node_ids)  # type: ignore[assignment]
+    job.nodes_delivered = shared_node_ids(fields[11])
     return job

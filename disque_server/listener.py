@@ -19,8 +19,17 @@ import asyncio
 import socket
 import ssl
 from collections.abc import Callable
+from typing import cast
 
 ACCEPT_BURST = 64  # connections accepted per event-loop pass and listening socket
+
+
+def as_protocol(protocol: object) -> asyncio.Protocol:
+    """A connection of the node (Client, BusLink) as the event loop takes it. They are
+    native classes when mypyc compiles the node, and a native class cannot derive from
+    asyncio.Protocol, a Python class; they have its methods, which is all the loop
+    calls (neither asyncio nor uvloop checks the class)."""
+    return cast(asyncio.Protocol, protocol)
 
 
 class Listener:

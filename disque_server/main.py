@@ -14,7 +14,7 @@ import resource
 import ssl
 import sys
 
-from disque_server import DISQUE_VERSION, __version__
+from disque_server import BUILD, DISQUE_VERSION, __version__
 from disque_server.config import Config, ConfigError
 from disque_server.log import Log
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in ("-v", "--version"):
         print(
             f"Disque server v={DISQUE_VERSION} (disque-py {__version__}, "
-            f"Python {sys.version.split()[0]})"
+            f"Python {sys.version.split()[0]}, {BUILD} build)"
         )
         return 0
     if argv and argv[0] in ("-h", "--help"):

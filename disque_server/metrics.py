@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -296,7 +296,7 @@ _body = attrgetter("body")
 def registry_for(server: Server) -> CollectorRegistry:
     """The node's collector and the process' own (CPU, RSS, open files)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(NodeCollector(server))  # type: ignore[arg-type]
+    registry.register(NodeCollector(server))
     ProcessCollector(registry=registry)
     return registry
 
@@ -314,7 +314,7 @@ class MetricsHTTP(asyncio.Protocol):
         self.timer = loop.call_later(REQUEST_TIMEOUT, self.close)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a stream transport
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.timer.cancel()

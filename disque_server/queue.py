@@ -149,8 +149,9 @@ class Queues:
         self.data_bytes = 0  # what the queues cost (used_memory), their jobs apart
 
     # ---- low level --------------------------------------------------------
-    def lookup(self, name: bytes) -> Queue | None:
-        return self.by_name.get(name)
+    def lookup(self, name: bytes | None) -> Queue | None:
+        """The queue of that name; None for none, or for no name (a dummy ACK's job)."""
+        return self.by_name.get(name) if name is not None else None
 
     def create(self, name: bytes) -> Queue:
         q = self.by_name.get(name)
@@ -202,9 +203,11 @@ class Queues:
         else:
             job.flags |= FLAG_BCAST_QUEUED
         self.server.jobs.update_awake(job, now)
-        q = self.by_name.get(job.queue)
+        name = job.queue
+        assert name is not None  # only a dummy ACK has no queue, and it is never queued
+        q = self.by_name.get(name)
         if q is None:
-            q = self.create(job.queue)
+            q = self.create(name)
         q.jobs.add(job)
         q.jobs_in += 1
         if q.clients:
@@ -215,7 +218,7 @@ class Queues:
         """Remove a queued job from its queue: it becomes active."""
         if job.state != QUEUED:
             return False
-        q = self.by_name.get(job.queue)
+        q = self.lookup(job.queue)
         if q is not None:
             q.jobs.discard(job)
             q.jobs_out += 1

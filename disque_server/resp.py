@@ -19,9 +19,10 @@ cutting it exactly where hiredis will, when a scan is not enough.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 import hiredis
+from mypy_extensions import mypyc_attr
 
 CRLF = b"\r\n"
 OK = b"+OK\r\n"
@@ -37,6 +38,7 @@ _SMALL_INTS = [b":%d\r\n" % i for i in range(1024)]
 _ARRAY_HEADERS = [b"*%d\r\n" % i for i in range(1024)]
 
 
+@mypyc_attr(native_class=False)  # mypyc compiles no subclass of bytes: a Python class
 class Status(bytes):
     """A value that must be sent as a status reply (+...), not a bulk."""
 
@@ -74,7 +76,8 @@ def array_header(n: int) -> bytes:
 def bulk_array(parts: list[bytes]) -> bytes:
     """A RESP array of bulk strings: a bus message, an AOF record (hiredis's encoder, in
     C: 1.2 us for a REPLJOB against 2 us for a Python loop)."""
-    return hiredis.pack_command(tuple(parts))
+    # hiredis's stub types the argument as a 1-tuple; it takes a tuple of any length.
+    return hiredis.pack_command(tuple(parts))  # type: ignore[arg-type]
 
 
 def bulk_array_length(parts: list[bytes]) -> int:
@@ -170,9 +173,11 @@ class Framing:
 
     __slots__ = ("max_count", "max_bulk", "bulk_only", "need", "skip", "line")
 
-    END = ""  # walk outcomes: used up the buffer (the state is kept) ...
-    BOUNDARY = "boundary"  # ... stopped between two requests, after the number asked for
-    INLINE = "inline"  # ... stopped at a request starting with no RESP type byte
+    END: ClassVar[str] = ""  # walk outcomes: used up the buffer (the state is kept) ...
+    BOUNDARY: ClassVar[str] = (
+        "boundary"  # ... stopped between two requests, after the number asked for
+    )
+    INLINE: ClassVar[str] = "inline"  # ... stopped at a request starting with no RESP type byte
     # Anything else is what is wrong with the header walk stopped at.
 
     def __init__(self, max_count: int, max_bulk: int, bulk_only: bool = False) -> None:

@@ -18,6 +18,7 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from time import perf_counter
+from typing import Any
 
 from disque_server import metrics, resp, tls
 from disque_server.ack import Acks
@@ -30,7 +31,7 @@ from disque_server.commands import Command, build_table, getjob
 from disque_server.config import Config, ConfigError
 from disque_server.job import WAIT_REPL, CtimeClock, Job
 from disque_server.jobs import Jobs
-from disque_server.listener import Listener, listening_sockets
+from disque_server.listener import Listener, as_protocol, listening_sockets
 from disque_server.log import Log
 from disque_server.memory import EVICT, Memory, without_peak_capacity
 from disque_server.output_limits import OutputLimits
@@ -52,14 +53,17 @@ class Stats:
     expired_jobs: int = 0
     # ADDJOB refusals by error code (NOREPL, OOM, PAUSED, MAXLEN, ERR): counted on
     # those paths only; the metrics derive the successful ones from the calls.
-    addjob_refused: dict = field(default_factory=dict)
+    addjob_refused: dict[bytes, int] = field(default_factory=dict)
     # instantaneous metrics: (time, commands, input bytes, output bytes) samples
-    samples: deque = field(default_factory=lambda: deque(maxlen=16))
+    samples: deque[tuple[float, int, int, int]] = field(default_factory=lambda: deque(maxlen=16))
 
     def reset(self) -> None:
-        blocked = self.blocked_clients
-        self.__init__()  # type: ignore[misc]
-        self.blocked_clients = blocked
+        """CONFIG RESETSTAT: every counter back to zero but the clients blocked now."""
+        self.connections_received = self.rejected_connections = 0
+        self.net_input_bytes = self.net_output_bytes = 0
+        self.expired_jobs = 0
+        self.addjob_refused = {}
+        self.samples = deque(maxlen=16)
 
     def count_refusal(self, command: bytes, code: bytes) -> None:
         if command == b"addjob":
@@ -112,6 +116,8 @@ class Server:
         self.slowlog_next_id = 0
         # Read by every command: kept here, not looked up in the config each time.
         self.slowlog_threshold_s = slowlog_threshold_s(config["slowlog-log-slower-than"])
+        self.slow_s = self.slowlog_threshold_s  # the least of it and the watchdog period
+        self.update_slow_threshold()
         self.servers: list[asyncio.AbstractServer | Listener] = []
         self.shutdown_event = asyncio.Event()
         self.exit_code = 0
@@ -166,7 +172,13 @@ class Server:
                 raise
             for sock in socks:
                 self.servers.append(
-                    Listener(self.loop, sock, lambda: Client(self), ssl_context, self.log.warning)
+                    Listener(
+                        self.loop,
+                        sock,
+                        lambda: as_protocol(Client(self)),
+                        ssl_context,
+                        self.log.warning,
+                    )
                 )
 
     async def listen_unix(self, path: str, perm: int) -> None:
@@ -176,7 +188,7 @@ class Server:
             if os.path.exists(path) and not os.path.isdir(path):
                 os.unlink(path)
             self.unix_server = await self.loop.create_unix_server(
-                lambda: Client(self), path, backlog=self.config["tcp-backlog"]
+                lambda: as_protocol(Client(self)), path, backlog=self.config["tcp-backlog"]
             )
             if perm:
                 os.chmod(path, perm)
@@ -306,8 +318,8 @@ class Server:
         elapsed = perf_counter() - t0
         cmd.calls += 1  # (total_commands_processed is their sum)
         cmd.usec += elapsed
-        if elapsed >= self.slowlog_threshold_s:
-            self.slowlog_add(argv, elapsed)
+        if elapsed >= self.slow_s:
+            self.command_was_slow(client, cmd, argv, elapsed)
 
     def count_commands(self) -> int:
         """total_commands_processed: every command run, counted by command."""
@@ -324,6 +336,29 @@ class Server:
             if mon is not client:
                 mon.reply(line)
                 mon.flush()
+
+    def command_was_slow(
+        self, client: Client, cmd: Command, argv: list[bytes], elapsed: float
+    ) -> None:
+        if elapsed >= self.slowlog_threshold_s:
+            self.slowlog_add(argv, elapsed)
+        period = self.config["watchdog-period"]
+        if period and elapsed * 1000 >= period:
+            # The watchdog's stack trace shows the interpreted frames only: compiled
+            # (mypyc) functions have none. Name the command that held the loop.
+            handler = getattr(cmd.handler, "__name__", cmd.name)
+            self.log.warning(
+                "--- WATCHDOG: the event loop was held %d ms by %s (%s, client %s) ---",
+                int(elapsed * 1000),
+                handler,
+                cmd.name,
+                client.addr,
+            )
+
+    def update_slow_threshold(self) -> None:
+        period = self.config["watchdog-period"]
+        watchdog_s = period / 1000 if period else float("inf")
+        self.slow_s = min(self.slowlog_threshold_s, watchdog_s)
 
     def slowlog_add(self, argv: list[bytes], elapsed: float) -> None:
         args = [
@@ -411,23 +446,26 @@ class Server:
         """SHUTDOWN REWRITE-AOF: a fresh AOF, whether appendonly is on or not."""
         return self.aof.rewrite_for_shutdown()
 
-    def on_config_change(self, name: str, value: object) -> None:
+    def on_config_change(self, name: str, value: Any) -> None:
+        """CONFIG SET of ``name`` (``value`` of the parameter's type, as Config checked)."""
         if name == "slowlog-log-slower-than":
-            self.slowlog_threshold_s = slowlog_threshold_s(int(value))  # type: ignore[call-overload]
+            self.slowlog_threshold_s = slowlog_threshold_s(int(value))
+            self.update_slow_threshold()
         elif name == "loglevel":
             self.log.set_level(str(value))
         elif name == "maxmemory":
             self.memory.refresh()
             self.memory.evict_if_needed()
         elif name == "watchdog-period":  # armed now, not at the next tick
-            self.watchdog.tick(int(value), self.config["hz"], self.log.stream)  # type: ignore[call-overload]
+            self.watchdog.tick(int(value), self.config["hz"], self.log.stream)
+            self.update_slow_threshold()
         elif name == "appendonly":
             if value:
                 self.aof.enable()
             else:
                 self.aof.disable()
         elif name == "slowlog-max-len":
-            self.slowlog = deque(self.slowlog, maxlen=int(value))  # type: ignore[call-overload]
+            self.slowlog = deque(self.slowlog, maxlen=int(value))
 
     # ---- hooks used by the job state machine -------------------------------------------
     def on_job_unregistered(self, job: Job) -> None:

@@ -15,6 +15,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", help="run long soak/chaos tests")
 
 
+def stale_compiled_modules() -> list[str]:
+    """Node modules edited since mypyc compiled them in place (pip install -e .):
+    Python would run the compiled, older code, not the source under test."""
+    root = Path(__file__).resolve().parent.parent / "disque_server"
+    stale = []
+    for ext in root.rglob("*.so"):
+        source = ext.with_name(ext.name.split(".", 1)[0] + ".py")
+        if source.exists() and source.stat().st_mtime > ext.stat().st_mtime:
+            stale.append(str(source.relative_to(root.parent)))
+    return stale
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    stale = stale_compiled_modules()
+    if stale:
+        pytest.exit(
+            f"the compiled node is older than {', '.join(stale[:3])}"
+            f"{' ...' if len(stale) > 3 else ''}: rebuild it (pip install -e .) or "
+            "go pure (DISQUE_PURE=1 pip install -e .)",
+            returncode=4,
+        )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--runslow"):
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -237,6 +238,7 @@ def test_version(tmp_path: Path, flag: str) -> None:
     res = run_server([flag], tmp_path)
     assert res.returncode == 0
     assert "1.0-rc1" in res.stdout
+    assert re.search(r"\b(mypyc|pure) build\)", res.stdout), res.stdout
 
 
 @pytest.mark.parametrize("flag", ["-h", "--help"])

@@ -20,8 +20,8 @@ import os
 import random
 import ssl
 from collections import defaultdict
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, cast
 
 from disque_server import tls
 from disque_server.clock import now_ms
@@ -29,6 +29,7 @@ from disque_server.cluster import federation, gc, replication, requeue
 from disque_server.cluster.bus import BusLink
 from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
 from disque_server.config import Config, atomic_write
+from disque_server.listener import as_protocol
 from disque_server.resp import bulk_array
 
 if TYPE_CHECKING:
@@ -200,7 +201,7 @@ class Cluster:
         for host in hosts:
             try:
                 srv = await loop.create_server(
-                    lambda: BusLink(self),
+                    lambda: as_protocol(BusLink(self)),
                     host,
                     self.bus_port,
                     reuse_address=True,
@@ -232,9 +233,9 @@ class Cluster:
         try:
             bind = self.server.config["bind"].split()
             local = (bind[0], 0) if bind and bind[0] not in ("0.0.0.0", "::", "*") else None
-            _, link = await asyncio.wait_for(
+            _, proto = await asyncio.wait_for(
                 self.server.loop.create_connection(
-                    lambda: BusLink(self, node),
+                    lambda: as_protocol(BusLink(self, node)),
                     node.ip,
                     node.bus_port,
                     ssl=self.ssl_client,
@@ -246,6 +247,7 @@ class Cluster:
             return
         finally:
             node.connecting = False
+        link = cast(BusLink, proto)
         if self.nodes.get(node.id) is not node:  # forgotten meanwhile
             link.close()
             return
@@ -273,15 +275,15 @@ class Cluster:
         if node.link is not None:
             node.link.send_batched(mtype, *item)
 
-    def send_batched_to_ids(self, ids: object, mtype: bytes, *item: bytes) -> None:
-        for node_id in ids:  # type: ignore[attr-defined]
+    def send_batched_to_ids(self, ids: Iterable[bytes], mtype: bytes, *item: bytes) -> None:
+        for node_id in ids:
             link = self.link_to(node_id)
             if link is not None:
                 link.send_batched(mtype, *item)
 
-    def send_to_ids(self, ids: object, mtype: bytes, payload: list[bytes]) -> None:
+    def send_to_ids(self, ids: Iterable[bytes], mtype: bytes, payload: list[bytes]) -> None:
         data = b""
-        for node_id in ids:  # type: ignore[attr-defined]
+        for node_id in ids:
             link = self.link_to(node_id)
             if link is not None:
                 data = data or bulk_array(self.header(mtype) + payload)

@@ -42,7 +42,7 @@ import asyncio
 import hashlib
 import hmac
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import hiredis
 
@@ -76,7 +76,7 @@ def auth_proof(password: str, role: bytes, peer_nonce: bytes, own_nonce: bytes) 
     )
 
 
-class BusLink(asyncio.Protocol):
+class BusLink:
     """One bus connection, outbound (``node`` set) or inbound."""
 
     def __init__(self, cluster: Cluster, node: ClusterNode | None = None) -> None:
@@ -103,9 +103,10 @@ class BusLink(asyncio.Protocol):
         self.batch: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # A stream transport (uvloop's does not subclass asyncio.Transport: no isinstance).
+        self.transport = cast(asyncio.Transport, transport)
         if self.password:
-            transport.write(bulk_array([b"CHALLENGE", self.nonce]))  # type: ignore[attr-defined]
+            self.transport.write(bulk_array([b"CHALLENGE", self.nonce]))
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple):
             self.peer_ip = peer[0]

@@ -30,7 +30,7 @@ from disque_server.queue import PAUSED_IN, PAUSED_OUT, Queue
 
 if TYPE_CHECKING:
     from disque_server.client import Client
-    from disque_server.cluster import Cluster
+    from disque_server.cluster import Cluster, Handler
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
 
@@ -187,6 +187,7 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             server.jobs.register(job)
             server.queues.enqueue_job(job)
             server.on_job_changed(job)
+        assert job.queue is not None  # a job moved by YOURJOBS was queued
         q = server.queues.create(job.queue)
         q.count_import()
         if sender.id not in q.needjobs_responders:
@@ -208,4 +209,8 @@ def on_pause(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list
         server.queues.set_pause(q, flags)
 
 
-HANDLERS = {b"NEEDJOBS": on_needjobs, b"YOURJOBS": on_yourjobs, b"PAUSE": on_pause}
+HANDLERS: dict[bytes, Handler] = {
+    b"NEEDJOBS": on_needjobs,
+    b"YOURJOBS": on_yourjobs,
+    b"PAUSE": on_pause,
+}

@@ -18,7 +18,7 @@ from disque_server.cluster.node import HANDSHAKE
 from disque_server.job import ACKED, WAIT_REPL, Job
 
 if TYPE_CHECKING:
-    from disque_server.cluster import Cluster
+    from disque_server.cluster import Cluster, Handler
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
 
@@ -135,4 +135,4 @@ def on_deljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: lis
             server.jobs.unregister(job)
 
 
-HANDLERS = {b"SETACK": on_setack, b"GOTACK": on_gotack, b"DELJOB": on_deljob}
+HANDLERS: dict[bytes, Handler] = {b"SETACK": on_setack, b"GOTACK": on_gotack, b"DELJOB": on_deljob}

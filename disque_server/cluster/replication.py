@@ -13,6 +13,7 @@ external replication, on one of the nodes holding it (ENQUEUE).
 from __future__ import annotations
 
 import random
+from collections.abc import Container
 from typing import TYPE_CHECKING
 
 from disque_server.blocking import BlockedAddJob
@@ -31,7 +32,7 @@ from disque_server.queue import PAUSED_IN
 
 if TYPE_CHECKING:
     from disque_server.client import Client
-    from disque_server.cluster import Cluster
+    from disque_server.cluster import Cluster, Handler
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
 
@@ -81,14 +82,14 @@ class Replication:
         self.last_tick = self.last_resend = now_ms()
 
 
-def candidates(cluster: Cluster, exclude: object, count: int) -> list[ClusterNode]:
+def candidates(cluster: Cluster, exclude: Container[bytes], count: int) -> list[ClusterNode]:
     """Up to ``count`` candidates with a link, not asked yet, chosen at random.
 
     As Disque's clusterReplicateJob: no link, no REPLJOB; the cron tries one
     more node every 50 ms, so a link that comes up gets the job then."""
     nodes = [
         n for n in cluster.replication_candidates() if n.link is not None and n.id not in exclude
-    ]  # type: ignore[operator]
+    ]
     return random.sample(nodes, count) if len(nodes) > count else nodes
 
 
@@ -268,4 +269,8 @@ def on_enqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
     server.on_job_changed(job)
 
 
-HANDLERS = {b"REPLJOB": on_repljob, b"GOTJOB": on_gotjob, b"ENQUEUE": on_enqueue}
+HANDLERS: dict[bytes, Handler] = {
+    b"REPLJOB": on_repljob,
+    b"GOTJOB": on_gotjob,
+    b"ENQUEUE": on_enqueue,
+}

@@ -19,7 +19,7 @@ from disque_server.clock import now_ms, time_error_ms
 from disque_server.job import ACKED, FLAG_BCAST_WILLQUEUE, FLAG_NACK_DELAYED, QUEUED, Job
 
 if TYPE_CHECKING:
-    from disque_server.cluster import Cluster
+    from disque_server.cluster import Cluster, Handler
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
 
@@ -137,7 +137,7 @@ def on_postpone(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
         server.jobs.update_awake(job)
 
 
-HANDLERS = {
+HANDLERS: dict[bytes, Handler] = {
     b"WILLQUEUE": on_willqueue,
     b"QUEUED": on_queued,
     b"WORKING": on_working,

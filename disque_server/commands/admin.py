@@ -14,6 +14,7 @@ from disque_server.resp import RESP2, RESP3, Status, bulk, integer
 
 if TYPE_CHECKING:
     from disque_server.client import Client
+    from disque_server.commands import Command
 
 
 def ping_command(c: Client, argv: list[bytes]) -> None:
@@ -304,9 +305,9 @@ def command_command(c: Client, argv: list[bytes]) -> None:
         c.reply_error("ERR Unknown subcommand or wrong number of arguments.")
 
 
-def command_info(cmd: object) -> list[object]:
-    flags = [Status(f.encode()) for f in cmd.flags if f != "noauth"]  # type: ignore[attr-defined]
-    return [cmd.name.encode(), cmd.arity, flags, 0, 0, 0]  # type: ignore[attr-defined]
+def command_info(cmd: Command) -> list[object]:
+    flags = [Status(f.encode()) for f in cmd.flags if f != "noauth"]
+    return [cmd.name.encode(), cmd.arity, flags, 0, 0, 0]
 
 
 # ---- DEBUG / SHUTDOWN / MONITOR / BGREWRITEAOF ------------------------------------------------

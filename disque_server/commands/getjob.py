@@ -26,6 +26,7 @@ def reply_jobs(c: Client, jobs: list[Job], withcounters: bool) -> None:
     out.append(array_header(len(jobs)))
     for job in jobs:
         q, body = job.queue, job.body
+        assert q is not None and body is not None  # a queued job has both
         if withcounters:
             out.append(
                 b"*7\r\n$%d\r\n%s\r\n$40\r\n%s\r\n$%d\r\n%s\r\n%s%s%s%s"
@@ -49,7 +50,8 @@ def reply_jobs(c: Client, jobs: list[Job], withcounters: bool) -> None:
     cluster = c.server.cluster
     if cluster.refills:  # this GETJOB drained a queue that imports jobs
         for name in dict.fromkeys(job.queue for job in jobs):
-            cluster.hold_for_refill(c, name)
+            if name is not None:
+                cluster.hold_for_refill(c, name)
 
 
 def getjob_command(c: Client, argv: list[bytes]) -> None:

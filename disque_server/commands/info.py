@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from disque_server import DISQUE_VERSION
+from disque_server import BUILD_ID, DISQUE_VERSION
 from disque_server.memory import rss_bytes
 
 if TYPE_CHECKING:
@@ -39,9 +39,9 @@ def section_server(s: Server) -> list[str]:
         "disque_git_dirty:0",
         # Disque 1.0-rc1's fields, no more (the recorded replies are replayed field by
         # field, and INFO parsers see what they know): the interpreter is named in
-        # the build ID, and gcc_version is 0.0.0, as Redis and Disque report it when
+        # the build ID (and whether mypyc compiled the node), and gcc_version is 0.0.0, as Redis and Disque report it when
         # no GCC built them.
-        f"disque_build_id:{platform.python_implementation().lower()}-{platform.python_version()}",
+        f"disque_build_id:{BUILD_ID}",
         f"os:{uname.system} {uname.release} {uname.machine}",
         f"arch_bits:{64 if sys.maxsize > 2**32 else 32}",
         "multiplexing_api:" + ("epoll" if sys.platform.startswith("linux") else "kqueue"),

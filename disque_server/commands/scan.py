@@ -61,9 +61,10 @@ def qscan_command(c: Client, argv: list[bytes]) -> None:
                 importrate = value
             i += 1
         else:
-            cursor = cursor_argument(c, argv[i], cursor)
-            if cursor is None:
+            given = cursor_argument(c, argv[i], cursor)
+            if given is None:
                 return
+            cursor = given
         i += 1
 
     index = c.server.queues.scan_index
@@ -120,9 +121,10 @@ def jscan_command(c: Client, argv: list[bytes]) -> None:
             reply_all = kind == b"all"
             i += 1
         else:
-            cursor = cursor_argument(c, argv[i], cursor)
-            if cursor is None:
+            given = cursor_argument(c, argv[i], cursor)
+            if given is None:
                 return
+            cursor = given
         i += 1
 
     jobs = c.server.jobs

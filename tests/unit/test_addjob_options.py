@@ -2,14 +2,15 @@
 Disque 1.0-rc1's addjobCommand: the options in any order and case, the last of a
 repeated one wins, the first bad one is the error, and the checks between them.
 
-The parser answers errors through its client; ``ReplySink`` stands in for that
-one method and keeps what was sent."""
+The parser answers errors through its client: a real one with no connection,
+whose replies stay in its output list."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from inprocess import new_client, replies
 
 from disque_server.commands.addjob import (
     DEFAULT_RETRY_MAX,
@@ -37,29 +38,23 @@ DELAY_OVER_TTL = (
 )
 
 
-class ReplySink:
-    """What parse_options and check_options use of a client: reply()."""
-
-    def __init__(self) -> None:
-        self.sent: list[bytes] = []
-
-    def reply(self, data: bytes) -> None:
-        self.sent.append(data)
-
-
 def parse(*options: str, replicate: int = 1) -> tuple[AddjobOptions | None, list[bytes]]:
     """ADDJOB q body 0 <options>: the options once parsed and checked, or None,
     and what was replied."""
-    sink = ReplySink()
+    client = new_client()
     opts = AddjobOptions(replicate)
     argv = [b"ADDJOB", b"q", b"body", b"0", *(o.encode() for o in options)]
-    ok = parse_options(sink, argv, opts) and check_options(sink, opts)
-    assert ok == (not sink.sent)
-    return (opts if ok else None), sink.sent
+    ok = parse_options(client, argv, opts) and check_options(client, opts)
+    sent = replies(client)
+    assert ok == (not sent)
+    return (opts if ok else None), sent
+
+
+OPTION_FIELDS = ("replicate", "ttl", "retry", "delay", "maxlen", "asynchronous")
 
 
 def fields(opts: AddjobOptions) -> dict[str, object]:
-    return {name: getattr(opts, name) for name in AddjobOptions.__slots__}
+    return {name: getattr(opts, name) for name in OPTION_FIELDS}
 
 
 def test_no_options() -> None:
@@ -116,9 +111,9 @@ def test_any_valid_options_in_any_order_and_case(data: st.DataObject) -> None:
             value = data.draw(numeric[name])
             words += [spelled, str(value)]
             expected[name.lower()] = value
-    sink, opts = ReplySink(), AddjobOptions(1)
-    assert parse_options(sink, [b"ADDJOB", b"q", b"body", b"0", *map(str.encode, words)], opts)
-    assert sink.sent == []
+    client, opts = new_client(), AddjobOptions(1)
+    assert parse_options(client, [b"ADDJOB", b"q", b"body", b"0", *map(str.encode, words)], opts)
+    assert replies(client) == []
     for name, value in expected.items():
         assert getattr(opts, name) == value
 

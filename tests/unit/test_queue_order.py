@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from inprocess import shared_server
 
 from disque_server.job import ACTIVE, QUEUED, CtimeClock, Job
 from disque_server.queue import PAUSED_IN, Queue, Queues
@@ -59,7 +60,7 @@ def test_queue_holds_jobs_oldest_first(order: list[int]) -> None:
 def test_dequeue_takes_out_that_job_among_equal_ctimes(data: st.DataObject) -> None:
     """Jobs replicated from several nodes may share a ctime: each is still its own."""
     jobs = [job(n, ctime=42) for n in range(8)] + [job(8, ctime=41), job(9, ctime=43)]
-    queues = Queues(server=None)
+    queues = Queues(shared_server())
     q = queues.create(b"q")
     for j in data.draw(st.permutations(jobs)):
         q.jobs.add(j)
@@ -72,7 +73,7 @@ def test_dequeue_takes_out_that_job_among_equal_ctimes(data: st.DataObject) -> N
 
 
 def test_evict_idle_keeps_queues_with_jobs_clients_or_a_pause() -> None:
-    queues = Queues(server=None)
+    queues = Queues(shared_server())
     idle, with_job, paused, blocked, recent = (
         queues.create(name) for name in (b"idle", b"job", b"paused", b"blocked", b"recent")
     )
