@@ -16,7 +16,7 @@ the GC goes on in the background.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.blocking import BlockedAckJob
 from disque_server.clock import now_ms
@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from disque_server.client import Client
     from disque_server.server import Server
 
-GC_RETRY_MIN_MS = 1000
-GC_RETRY_MAX_MS = 60_000
-ACK_SYNC_MAX_MS = 100
+GC_RETRY_MIN_MS: Final = 1000
+GC_RETRY_MAX_MS: Final = 60_000
+ACK_SYNC_MAX_MS: Final = 100
 
 
 class AckWait:

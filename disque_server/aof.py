@@ -22,7 +22,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import hiredis
 
@@ -45,7 +45,7 @@ from disque_server.resp import BYTES_ONLY, bulk_array, bulk_array_length
 if TYPE_CHECKING:
     from disque_server.server import Server
 
-READ_CHUNK = 1024 * 1024
+READ_CHUNK: Final = 1024 * 1024
 
 
 class AOFError(Exception):
@@ -67,7 +67,7 @@ def deljob_record(job_id: bytes) -> bytes:
     return bulk_array([b"DELJOB", job_id])
 
 
-INCREMENTAL_FSYNC_BYTES = 32 * 1024 * 1024
+INCREMENTAL_FSYNC_BYTES: Final = 32 * 1024 * 1024
 
 
 def write_snapshot(server: Server, path: str) -> int:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Final
 
 import hiredis
 
 from disque_server.resp import BYTES_ONLY, bulk_array_length
 
-KNOWN = {b"LOADJOB": 15, b"DELJOB": 2}
+KNOWN: Final = {b"LOADJOB": 15, b"DELJOB": 2}
 
 
 def check(path: str) -> tuple[int, int, str]:

@@ -23,7 +23,7 @@ import re
 import socket
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import hiredis
 
@@ -50,25 +50,25 @@ if TYPE_CHECKING:
     from disque_server.commands import Command
     from disque_server.server import Server
 
-MAX_INLINE = 64 * 1024
-QUERY_BUFFER_LIMIT = 1024 * 1024 * 1024
-MAX_MULTIBULK = 1024 * 1024
-PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
-SCAN_PENDING_MAX = 1024 * 1024  # past this, follow the request header by header instead
-FOLLOW_MAX_REQUESTS = 8  # ... or inside one after fewer requests than this
-OUTPUT_HIGH_WATER = 64 * 1024 * 1024  # stop reading a client that does not read
-DEFERRED_LIMIT = 1024 * 1024  # input kept for a blocked client before we stop reading
+MAX_INLINE: Final = 64 * 1024
+QUERY_BUFFER_LIMIT: Final = 1024 * 1024 * 1024
+MAX_MULTIBULK: Final = 1024 * 1024
+PROTO_MAX_BULK_LEN: Final = 512 * 1024 * 1024
+SCAN_PENDING_MAX: Final = 1024 * 1024  # past this, follow the request header by header instead
+FOLLOW_MAX_REQUESTS: Final = 8  # ... or inside one after fewer requests than this
+OUTPUT_HIGH_WATER: Final = 64 * 1024 * 1024  # stop reading a client that does not read
+DEFERRED_LIMIT: Final = 1024 * 1024  # input kept for a blocked client before we stop reading
 
-_BIG_LENGTH = re.compile(rb"\$\d{9}")  # maybe over PROTO_MAX_BULK_LEN
-NOT_BULK_STRINGS = "expected a multibulk request of bulk strings"
-SMALL_READ = 16 * 1024  # its requests' elements are checked by a join
+_BIG_LENGTH: Final = re.compile(rb"\$\d{9}")  # maybe over PROTO_MAX_BULK_LEN
+NOT_BULK_STRINGS: Final = "expected a multibulk request of bulk strings"
+SMALL_READ: Final = 16 * 1024  # its requests' elements are checked by a join
 # Requests one client runs in one event-loop pass: past that the rest of its input waits
 # for the next pass (resume), so a long pipeline read at once (uvloop reads up to 256 KB)
 # does not hold the other clients and the timers for its whole length.
-RUN_BUDGET = 256
-_join = b"".join
+RUN_BUDGET: Final = 256
+_join: Final = b"".join
 
-_client_ids = itertools.count(1)
+_client_ids: Final = itertools.count(1)
 
 
 def set_keepalive(sock: socket.socket, interval: int) -> None:

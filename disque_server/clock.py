@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Final
 
 
 def now_ms() -> int:
@@ -14,7 +15,7 @@ def now_s() -> int:
     return int(time.time())
 
 
-_random = random.random
+_random: Final = random.random
 
 
 def time_error_ms(retry_s: int) -> int:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import gc
 import time
+from typing import Final
 
-FULL_COLLECT_EVERY_S = 3600
+FULL_COLLECT_EVERY_S: Final = 3600
 
 
 class Collector:

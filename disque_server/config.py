@@ -15,7 +15,7 @@ import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from disque_common import splitargs
 
@@ -47,7 +47,7 @@ def split_args(line: str) -> list[str]:
 # Value types
 # ---------------------------------------------------------------------------
 
-_UNITS = {
+_UNITS: Final = {
     "": 1,
     "b": 1,
     "k": 1000,
@@ -75,8 +75,9 @@ def parse_int(text: str) -> int:
     return int(text.strip())
 
 
-_STRTOLL = re.compile(r"[+-]?[0-9]+")
-LLONG_MIN, LLONG_MAX = -(2**63), 2**63 - 1
+_STRTOLL: Final = re.compile(r"[+-]?[0-9]+")
+LLONG_MIN: Final = -(2**63)
+LLONG_MAX: Final = 2**63 - 1
 
 
 def parse_ll_strict(text: str) -> int:
@@ -143,7 +144,7 @@ def output_limits(value: str) -> tuple[int, int, int]:
     return int(hard), int(soft), int(seconds)
 
 
-SYSLOG_FACILITIES = (
+SYSLOG_FACILITIES: Final = (
     "user",
     "local0",
     "local1",
@@ -200,8 +201,8 @@ class Param:
         return value
 
 
-_P = Param
-PARAMS: dict[str, Param] = {
+_P: Final = Param
+PARAMS: Final[dict[str, Param]] = {
     p.name: p
     for p in [
         # Listed by CONFIG GET, in Disque 1.0-rc1's order.
@@ -404,7 +405,7 @@ class Config:
         return f"{name} {value}"
 
 
-_QUOTED_ESCAPES = {
+_QUOTED_ESCAPES: Final = {
     ord("\\"): "\\\\",
     ord('"'): '\\"',
     ord("\n"): "\\n",

@@ -12,26 +12,58 @@ from __future__ import annotations
 import binascii
 import random
 import time
+from typing import Final
 
+from mypy_extensions import mypyc_attr
+
+from disque_server import BUILD
 from disque_server.clock import now_ms, time_error_ms
 
 # Job states, in Disque's order; the names are what SHOW and JSCAN STATE use.
-WAIT_REPL, ACTIVE, QUEUED, ACKED = 1, 2, 3, 4
-STATE_NAMES = {WAIT_REPL: b"wait-repl", ACTIVE: b"active", QUEUED: b"queued", ACKED: b"acked"}
-STATE_BY_NAME = {v: k for k, v in STATE_NAMES.items()}
+WAIT_REPL: Final = 1
+ACTIVE: Final = 2
+QUEUED: Final = 3
+ACKED: Final = 4
+STATE_NAMES: Final = {
+    WAIT_REPL: b"wait-repl",
+    ACTIVE: b"active",
+    QUEUED: b"queued",
+    ACKED: b"acked",
+}
+STATE_BY_NAME: Final = {v: k for k, v in STATE_NAMES.items()}
 
 # Job flags.
-FLAG_DELIVERED = 1  # handed to a client at least once (GETJOB)
-FLAG_BCAST_QUEUED = 2  # next enqueue is a re-queue: tell the other owners
-FLAG_BCAST_WILLQUEUE = 4  # send WILLQUEUE before re-queueing (awake 500 ms early)
-FLAG_UNPLACED = 8  # awake time set, not yet filed in a timer bucket (jobs.py)
-FLAG_NACK_DELAYED = 16  # NACK ... DELAY: the next timed re-queue is that NACK's
+FLAG_DELIVERED: Final = 1  # handed to a client at least once (GETJOB)
+FLAG_BCAST_QUEUED: Final = 2  # next enqueue is a re-queue: tell the other owners
+FLAG_BCAST_WILLQUEUE: Final = 4  # send WILLQUEUE before re-queueing (awake 500 ms early)
+FLAG_UNPLACED: Final = 8  # awake time set, not yet filed in a timer bucket (jobs.py)
+FLAG_NACK_DELAYED: Final = 16  # NACK ... DELAY: the next timed re-queue is that NACK's
 
-ID_LEN = 40
-WILLQUEUE_ADVANCE_MS = 500
+ID_LEN: Final = 40
+WILLQUEUE_ADVANCE_MS: Final = 500
 
-_getrandbits = random.Random().getrandbits
-_b2a_base64 = binascii.b2a_base64
+_random_bytes: Final = random.Random().randbytes
+_b2a_base64: Final = binascii.b2a_base64
+RANDOM_POOL_IDS: Final = 1024  # IDs' random parts drawn at once: one call, not one each
+
+
+class RandomPool:
+    """18 random bytes (144 bits) at a time, from a pool refilled 18 KB at once."""
+
+    def __init__(self) -> None:
+        self.pool = b""
+        self.pos = 0
+
+    def take18(self) -> bytes:
+        pos = self.pos
+        if pos >= len(self.pool):
+            self.pool = _random_bytes(18 * RANDOM_POOL_IDS)
+            pos = 0
+        self.pos = pos + 18
+        return self.pool[pos : pos + 18]
+
+
+_pool: Final = RandomPool()
 
 
 def generate_job_id(node_id: bytes, ttl: int, retry: int) -> bytes:
@@ -39,11 +71,11 @@ def generate_job_id(node_id: bytes, ttl: int, retry: int) -> bytes:
     # Only the random part changes from job to job: the rest is built once.
     prefix = _id_prefixes.get(node_id) or _id_prefix(node_id)
     suffix = _id_suffixes.get(ttl if retry else -ttl) or _id_suffix(ttl, retry)
-    return prefix + _b2a_base64(_getrandbits(144).to_bytes(18, "big"), newline=False) + suffix
+    return b"".join((prefix, _b2a_base64(_pool.take18(), newline=False), suffix))
 
 
-_id_prefixes: dict[bytes, bytes] = {}
-_id_suffixes: dict[int, bytes] = {}
+_id_prefixes: Final[dict[bytes, bytes]] = {}
+_id_suffixes: Final[dict[int, bytes]] = {}
 
 
 def _id_prefix(node_id: bytes) -> bytes:
@@ -61,13 +93,17 @@ def _id_suffix(ttl: int, retry: int) -> bytes:
     return suffix
 
 
-_shared_ints: dict[int, int] = {}
+_shared_ints: Final[dict[int, int]] = {}
+COMPILED: Final = BUILD == "mypyc"
 
 
 def shared_int(value: int) -> int:
     """One int object for a value many jobs hold (expire second, RETRY).
 
-    Ints above 256 are objects of their own: 32 bytes a job each otherwise."""
+    Ints above 256 are objects of their own: 32 bytes a job each otherwise. Compiled
+    (mypyc), a job keeps its ints in C fields, not as objects: nothing to share."""
+    if COMPILED:
+        return value
     shared = _shared_ints.get(value)
     if shared is None:
         if len(_shared_ints) >= 4096:
@@ -76,7 +112,8 @@ def shared_int(value: int) -> int:
     return shared
 
 
-_D, _DASH = ord("D"), ord("-")
+_D: Final = ord("D")
+_DASH: Final = ord("-")
 
 
 def valid_job_id(jid: bytes) -> bool:
@@ -92,7 +129,7 @@ def valid_job_id(jid: bytes) -> bool:
 
 # One hex digit as Disque's hexToInt reads it: either case, anything else is 0 and the
 # other digits keep their places; a NUL byte is 16 (strchr finds the charset's end).
-_HEX_DIGIT = {ch: int(chr(ch), 16) for ch in b"0123456789abcdefABCDEF"} | {0: 16}
+_HEX_DIGIT: Final = {ch: int(chr(ch), 16) for ch in b"0123456789abcdefABCDEF"} | {0: 16}
 
 
 def ttl_minutes_from_id(jid: bytes) -> int:
@@ -108,6 +145,10 @@ def is_at_least_once_id(jid: bytes) -> bool:
     return bool(ttl_minutes_from_id(jid) & 1)
 
 
+# acyclic: a job refers to bytes, ints and tuples of bytes only, never back to
+# anything that holds it, so the cyclic garbage collector need not track (and
+# walk) the millions a node holds. (mypyc; the pure build ignores it.)
+@mypyc_attr(acyclic=True)
 class Job:
     """One job. ``__slots__`` because a node holds millions of them."""
 
@@ -194,12 +235,12 @@ class CtimeClock:
 
 # ---- a job as byte strings: REPLJOB and YOURJOBS on the bus, LOADJOB in the AOF ----
 
-FIELDS = 12
+FIELDS: Final = 12
 
 # Queue names and node ID lists many received jobs carry: one object for all.
-SHARED_MAX = 4096
-_shared_names: dict[bytes, bytes] = {}
-_shared_node_ids: dict[bytes, tuple[bytes, ...]] = {}
+SHARED_MAX: Final = 4096
+_shared_names: Final[dict[bytes, bytes]] = {}
+_shared_node_ids: Final[dict[bytes, tuple[bytes, ...]]] = {}
 
 
 def shared_name(name: bytes) -> bytes:

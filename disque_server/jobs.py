@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms, time_error_ms
 from disque_server.job import (
@@ -46,48 +46,48 @@ from disque_server.queue import PAUSED_IN
 if TYPE_CHECKING:
     from disque_server.server import Server
 
-BUCKET_MS = 50
-HEAP_SLACK = 64  # stale heap keys tolerated beyond twice the live buckets
+BUCKET_MS: Final = 50
+HEAP_SLACK: Final = 64  # stale heap keys tolerated beyond twice the live buckets
 
 # The job index is split in up to INDEX_PARTS dicts by the hash of the ID.
-INDEX_PARTS = 1 << 14  # ~60 IDs a part at 1M jobs
-INDEX_PART_MASK = INDEX_PARTS - 1
+INDEX_PARTS: Final = 1 << 14  # ~60 IDs a part at 1M jobs
+INDEX_PART_MASK: Final = INDEX_PARTS - 1
 
 
 class JobIndex:
-    """Job ID -> Job, as up to INDEX_PARTS small dicts chosen by the ID's hash.
+    """Job ID -> Job, as INDEX_PARTS small dicts chosen by the ID's hash.
 
     Split for two reasons. A dict that grows copies itself whole when it
     resizes: 27 ms at 700,000 entries, 55 ms at 1.4M, an event-loop stall each;
     parts stay small, and so does each copy. And JSCAN walks the parts in
     order: its cursor is the next part to visit, so a job present during a
     whole iteration is returned exactly once, whatever is added or removed
-    meanwhile, at no cost per job. Empty parts are dropped, so a sparse
-    index is scanned by its few parts. (String hashes are fixed for the life
-    of the process, as cursors are.)
+    meanwhile, at no cost per job. The parts are slots of a list (an index,
+    no hash), None while empty. (String hashes are fixed for the life of the
+    process, as cursors are.)
     """
 
     __slots__ = ("parts", "count")
 
     def __init__(self) -> None:
-        self.parts: dict[int, dict[bytes, Job]] = {}
+        self.parts: list[dict[bytes, Job] | None] = [None] * INDEX_PARTS
         self.count = 0
 
     def __len__(self) -> int:
         return self.count
 
     def __contains__(self, jid: bytes) -> bool:
-        part = self.parts.get(hash(jid) & INDEX_PART_MASK)
+        part = self.parts[hash(jid) & INDEX_PART_MASK]
         return part is not None and jid in part
 
     def get(self, jid: bytes) -> Job | None:
-        part = self.parts.get(hash(jid) & INDEX_PART_MASK)
+        part = self.parts[hash(jid) & INDEX_PART_MASK]
         return part.get(jid) if part is not None else None
 
     def add(self, jid: bytes, job: Job) -> bool:
         """Add a job not known yet; False (and nothing changed) when the ID is known."""
         key = hash(jid) & INDEX_PART_MASK
-        part = self.parts.get(key)
+        part = self.parts[key]
         if part is None:
             self.parts[key] = {jid: job}
         elif jid in part:
@@ -99,21 +99,22 @@ class JobIndex:
 
     def pop(self, jid: bytes) -> Job | None:
         key = hash(jid) & INDEX_PART_MASK
-        part = self.parts.get(key)
+        part = self.parts[key]
         job = part.pop(jid, None) if part is not None else None
         if job is None:
             return None
         if not part:
-            del self.parts[key]
+            self.parts[key] = None  # (an emptied dict keeps its table)
         self.count -= 1
         return job
 
     def values(self) -> Iterator[Job]:
-        for part in list(self.parts.values()):
-            yield from list(part.values())
+        for part in list(self.parts):
+            if part is not None:
+                yield from list(part.values())
 
     def clear(self) -> None:
-        self.parts.clear()
+        self.parts = [None] * INDEX_PARTS
         self.count = 0
 
     def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
@@ -121,14 +122,8 @@ class JobIndex:
         parts = self.parts
         ids: list[bytes] = []
         key = cursor
-        if len(parts) * 4 < INDEX_PARTS - key:  # sparse: visit only non-empty parts
-            for key in sorted(k for k in parts if k >= cursor):
-                if len(ids) >= count:
-                    return key, ids
-                ids.extend(parts[key])
-            return 0, ids
         while key < INDEX_PARTS and len(ids) < count:
-            part = parts.get(key)
+            part = parts[key]
             if part:
                 ids.extend(part)
             key += 1

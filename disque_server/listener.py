@@ -19,9 +19,9 @@ import asyncio
 import socket
 import ssl
 from collections.abc import Callable
-from typing import cast
+from typing import Final, cast
 
-ACCEPT_BURST = 64  # connections accepted per event-loop pass and listening socket
+ACCEPT_BURST: Final = 64  # connections accepted per event-loop pass and listening socket
 
 
 def as_protocol(protocol: object) -> asyncio.Protocol:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TextIO
+from typing import Final, TextIO
 
-LEVELS = {"debug": 0, "verbose": 1, "notice": 2, "warning": 3}
-_MARKS = ".-*#"
+LEVELS: Final = {"debug": 0, "verbose": 1, "notice": 2, "warning": 3}
+_MARKS: Final = ".-*#"
 
 
 # syslog priorities of the levels, as Redis maps them.
-_SYSLOG_PRIORITIES = (7, 6, 5, 4)  # LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING
+_SYSLOG_PRIORITIES: Final = (7, 6, 5, 4)  # LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING
 
 
 class Log:

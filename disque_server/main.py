@@ -13,12 +13,13 @@ import os
 import resource
 import ssl
 import sys
+from typing import Final
 
 from disque_server import BUILD, DISQUE_VERSION, __version__
 from disque_server.config import Config, ConfigError
 from disque_server.log import Log
 
-USAGE = """\
+USAGE: Final = """\
 Usage: disque-server [/path/to/disque.conf] [options]
        disque-server - (read config from stdin)
        disque-server -v or --version
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     return asyncio.run(run(config, log))
 
 
-RESERVED_FDS = 32  # log, AOF, listeners, cluster links beyond the clients
+RESERVED_FDS: Final = 32  # log, AOF, listeners, cluster links beyond the clients
 
 
 def adjust_open_files_limit(config: Config, log: Log) -> None:

@@ -12,27 +12,30 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from disque_server.job import ACKED, ACTIVE, FLAG_DELIVERED
 
 if TYPE_CHECKING:
     from disque_server.server import Server
 
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_PAGE: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
-OK, EXTERNAL_REPL, EVICT, FULL = 0, 1, 2, 3
-LEVEL_STARTS = {EXTERNAL_REPL: 0.75, EVICT: 0.95, FULL: 1.0}  # fractions of maxmemory
+OK: Final = 0
+EXTERNAL_REPL: Final = 1
+EVICT: Final = 2
+FULL: Final = 3
+LEVEL_STARTS: Final = {EXTERNAL_REPL: 0.75, EVICT: 0.95, FULL: 1.0}  # fractions of maxmemory
 # Jobs a denyoom command may look at to make room (Disque samples ~10 jobs, 1-2 ms at
 # most); the cron's slice, once a second, is larger.
-EVICT_BEFORE_COMMAND = 100
+EVICT_BEFORE_COMMAND: Final = 100
 
 # What the data costs, measured on CPython 3.11 (RSS growth over 1M jobs, see
 # the README): a job with a 40-byte ID, beside its body: the Job object and
 # its numbers, its index and timer entries, its queue entry.
-JOB_BYTES = 545
-QUEUE_BYTES = 1200  # a Queue object, its sorted list and scan index entry
-CLIENT_BYTES = 3500  # a connection: Client, parser, transport (buffers counted apart)
+JOB_BYTES: Final = 545
+QUEUE_BYTES: Final = 1200  # a Queue object, its sorted list and scan index entry
+CLIENT_BYTES: Final = 3500  # a connection: Client, parser, transport (buffers counted apart)
 
 
 K = TypeVar("K")
@@ -40,8 +43,8 @@ V = TypeVar("V")
 # A dict does not shrink when entries are deleted: after a burst it keeps the
 # table of its peak. Past these bounds (bytes, and bytes per entry) the cron
 # swaps it for a compact copy.
-PEAK_TABLE_MIN_BYTES = 8192
-PEAK_TABLE_BYTES_PER_ENTRY = 400
+PEAK_TABLE_MIN_BYTES: Final = 8192
+PEAK_TABLE_BYTES_PER_ENTRY: Final = 400
 
 
 def without_peak_capacity(d: dict[K, V]) -> dict[K, V]:

@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from operator import attrgetter
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -40,11 +40,11 @@ if TYPE_CHECKING:
     from disque_server.queue import Queue
     from disque_server.server import Server
 
-ADDJOB_OUTCOMES = (b"NOREPL", b"OOM", b"PAUSED", b"MAXLEN", b"ERR")
-MAX_REQUEST = 8192  # bytes of request line and headers
-REQUEST_TIMEOUT = 10.0  # seconds a connection may take to send its request
+ADDJOB_OUTCOMES: Final = (b"NOREPL", b"OOM", b"PAUSED", b"MAXLEN", b"ERR")
+MAX_REQUEST: Final = 8192  # bytes of request line and headers
+REQUEST_TIMEOUT: Final = 10.0  # seconds a connection may take to send its request
 
-_state = attrgetter("state")
+_state: Final = attrgetter("state")
 
 
 class NodeCollector:
@@ -85,8 +85,9 @@ class NodeCollector:
     # ---- jobs and queues -----------------------------------------------------------
     def jobs(self) -> Iterator[Metric]:
         counts: Counter[int] = Counter()
-        for part in self.server.jobs.by_id.parts.values():  # C loops: ~75 ns a job
-            counts.update(map(_state, part.values()))
+        for part in self.server.jobs.by_id.parts:  # C loops: ~75 ns a job
+            if part is not None:
+                counts.update(map(_state, part.values()))
         family = GaugeMetricFamily(
             "disque_jobs", "Jobs known to this node, by state", labels=["state"]
         )
@@ -285,12 +286,13 @@ class NodeCollector:
 
     def body_bytes(self) -> int:
         total = 0
-        for part in self.server.jobs.by_id.parts.values():
-            total += sum(map(len, map(_body, part.values())))
+        for part in self.server.jobs.by_id.parts:
+            if part is not None:
+                total += sum(map(len, map(_body, part.values())))
         return total
 
 
-_body = attrgetter("body")
+_body: Final = attrgetter("body")
 
 
 def registry_for(server: Server) -> CollectorRegistry:

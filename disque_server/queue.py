@@ -8,9 +8,10 @@ queue side of the job state machine: enqueue, dequeue and fetch.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from sortedcontainers import SortedKeyList
 
@@ -29,11 +30,157 @@ if TYPE_CHECKING:
     from disque_server.client import Client
     from disque_server.server import Server
 
-PAUSED_IN, PAUSED_OUT = 1, 2
-SERVE_BATCH = 128  # blocked clients served per event-loop pass (~20 us each: a write)
-PAUSE_NAMES = {0: b"none", PAUSED_IN: b"in", PAUSED_OUT: b"out", PAUSED_IN | PAUSED_OUT: b"all"}
+PAUSED_IN: Final = 1
+PAUSED_OUT: Final = 2
+SERVE_BATCH: Final = 128  # blocked clients served per event-loop pass (~20 us each: a write)
+PAUSE_NAMES: Final = {
+    0: b"none",
+    PAUSED_IN: b"in",
+    PAUSED_OUT: b"out",
+    PAUSED_IN | PAUSED_OUT: b"all",
+}
 
-_by_ctime = attrgetter("ctime")
+
+JOBLIST_LOAD: Final = 512  # jobs a sublist holds; split past twice that
+
+
+def _first_at_or_after(jobs: list[Job], ctime: int) -> int:
+    """Where the first job with a ctime >= ``ctime`` is in a ctime-ordered list."""
+    lo, hi = 0, len(jobs)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if jobs[mid].ctime < ctime:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _first_after(jobs: list[Job], ctime: int) -> int:
+    """Where the first job with a ctime > ``ctime`` is in a ctime-ordered list."""
+    lo, hi = 0, len(jobs)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if jobs[mid].ctime <= ctime:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+class JobList:
+    """A queue's jobs in ctime order, oldest first (Disque's skiplist by ctime).
+
+    Laid out as sortedcontainers' SortedList is (sorted sublists of at most
+    2 x JOBLIST_LOAD jobs, and the greatest ctime of each), written for jobs so
+    that it compiles: the common case, a new job newer than every queued one,
+    is an append to the last sublist; a re-queued (older) job is a binary
+    search and an insert into one sublist; GETJOB takes the first job of the
+    first sublist. Jobs with equal ctimes (from different nodes) keep their
+    arrival order.
+    """
+
+    __slots__ = ("lists", "maxes", "size")
+
+    def __init__(self) -> None:
+        self.lists: list[list[Job]] = []  # sorted sublists, none empty
+        self.maxes: list[int] = []  # the last (greatest) ctime of each sublist
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bool__(self) -> bool:
+        return self.size > 0
+
+    def __iter__(self) -> Iterator[Job]:
+        for jobs in self.lists:
+            yield from jobs
+
+    def add(self, job: Job) -> None:
+        ctime, lists, maxes = job.ctime, self.lists, self.maxes
+        if not maxes:
+            lists.append([job])
+            maxes.append(ctime)
+            self.size = 1
+            return
+        last = len(maxes) - 1
+        if ctime >= maxes[last]:  # the newest: appended
+            i = last
+            lists[i].append(job)
+            maxes[i] = ctime
+        else:  # older than some: into the first sublist holding a newer one
+            i = bisect_right(maxes, ctime)
+            jobs = lists[i]
+            jobs.insert(_first_after(jobs, ctime), job)
+        self.size += 1
+        if len(lists[i]) > 2 * JOBLIST_LOAD:
+            self.split(i)
+
+    def split(self, i: int) -> None:
+        jobs = self.lists[i]
+        rest = jobs[JOBLIST_LOAD:]
+        del jobs[JOBLIST_LOAD:]
+        self.lists.insert(i + 1, rest)
+        self.maxes[i] = jobs[-1].ctime
+        self.maxes.insert(i + 1, rest[-1].ctime)
+
+    def discard(self, job: Job) -> bool:
+        """Take that job out (not another of the same ctime); False if not here."""
+        ctime, lists = job.ctime, self.lists
+        i = bisect_left(self.maxes, ctime)
+        while i < len(lists):
+            jobs = lists[i]
+            pos = _first_at_or_after(jobs, ctime)
+            while pos < len(jobs) and jobs[pos].ctime == ctime:
+                if jobs[pos] is job:
+                    del jobs[pos]
+                    self.removed_from(i)
+                    return True
+                pos += 1
+            if pos < len(jobs):
+                return False  # past its ctime
+            i += 1  # equal ctimes may go on in the next sublist
+        return False
+
+    def removed_from(self, i: int) -> None:
+        self.size -= 1
+        jobs = self.lists[i]
+        if jobs:
+            self.maxes[i] = jobs[-1].ctime
+        else:
+            del self.lists[i]
+            del self.maxes[i]
+
+    def popleft(self) -> Job:
+        """The oldest job, taken out (the queue must not be empty)."""
+        jobs = self.lists[0]
+        job = jobs.pop(0)
+        self.removed_from(0)
+        return job
+
+    def first(self, count: int) -> list[Job]:
+        """The ``count`` oldest jobs, oldest first."""
+        out: list[Job] = []
+        for jobs in self.lists:
+            if len(out) >= count:
+                break
+            out.extend(jobs[: count - len(out)])
+        return out
+
+    def last(self, count: int) -> list[Job]:
+        """The ``count`` newest jobs, newest first."""
+        out: list[Job] = []
+        for jobs in reversed(self.lists):
+            if len(out) >= count:
+                break
+            out.extend(reversed(jobs[-(count - len(out)) :]))
+        return out
+
+    def clear(self) -> None:
+        self.lists = []
+        self.maxes = []
+        self.size = 0
 
 
 def scan_key(name: bytes) -> int:
@@ -67,7 +214,7 @@ class Queue:
 
     def __init__(self, name: bytes) -> None:
         self.name = name
-        self.jobs: SortedKeyList = SortedKeyList(key=_by_ctime)
+        self.jobs = JobList()
         self.ctime = self.atime = now_s()
         self.flags = 0
         self.clients: dict[Client, None] = {}  # blocked GETJOB clients, FIFO
@@ -229,7 +376,7 @@ class Queues:
         """Take the oldest job for a client (GETJOB), unless paused in output."""
         if not q.jobs or q.flags & PAUSED_OUT:
             return None
-        job = q.jobs.pop(0)
+        job = q.jobs.popleft()
         self.mark_delivered(q, job)
         if not q.jobs and self.server.cluster.size > 1:
             self.on_drained(q)

@@ -19,23 +19,25 @@ cutting it exactly where hiredis will, when a scan is not enough.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import hiredis
 from mypy_extensions import mypyc_attr
 
-CRLF = b"\r\n"
-OK = b"+OK\r\n"
-PONG = b"+PONG\r\n"
-QUEUED = b"+QUEUED\r\n"
-EMPTY_ARRAY = b"*0\r\n"
-ZERO = b":0\r\n"
-ONE = b":1\r\n"
+CRLF: Final = b"\r\n"
+OK: Final = b"+OK\r\n"
+PONG: Final = b"+PONG\r\n"
+QUEUED: Final = b"+QUEUED\r\n"
+EMPTY_ARRAY: Final = b"*0\r\n"
+ZERO: Final = b":0\r\n"
+ONE: Final = b":1\r\n"
 # GETJOB on a leaving node, and the clients blocked in GETJOB when it starts leaving.
-LEAVING_ERROR = b"-LEAVING This node is leaving the cluster, please connect to a different one\r\n"
+LEAVING_ERROR: Final = (
+    b"-LEAVING This node is leaving the cluster, please connect to a different one\r\n"
+)
 
-_SMALL_INTS = [b":%d\r\n" % i for i in range(1024)]
-_ARRAY_HEADERS = [b"*%d\r\n" % i for i in range(1024)]
+_SMALL_INTS: Final = [b":%d\r\n" % i for i in range(1024)]
+_ARRAY_HEADERS: Final = [b"*%d\r\n" % i for i in range(1024)]
 
 
 @mypyc_attr(native_class=False)  # mypyc compiles no subclass of bytes: a Python class
@@ -128,21 +130,22 @@ class Protocol:
             raise TypeError(f"cannot encode {type(value).__name__}")
 
 
-RESP2 = Protocol(2)
-RESP3 = Protocol(3)
+RESP2: Final = Protocol(2)
+RESP3: Final = Protocol(3)
 
 
 # ---- request framing ---------------------------------------------------------------------
 
 # The type bytes hiredis knows (read.c, processItem): any other byte where a reply or an
 # element starts is a protocol error to it.
-RESP_TYPES = frozenset(b"*$+-:,_#(=%|~>")
-AGGREGATE_TYPES = frozenset(b"*%|~>")  # hiredis allocates room for their count at once
-PAIR_TYPES = frozenset(b"%|")  # maps and attributes: count pairs
-BLOB_TYPES = frozenset(b"$=")  # a length line, then that many bytes and 2 more
-HEADER_TYPES = AGGREGATE_TYPES | BLOB_TYPES
-MAX_HEADER_LINE = 22  # type byte, sign, 20 digits: no longer number parses
-STAR, DOLLAR = ord("*"), ord("$")
+RESP_TYPES: Final = frozenset(b"*$+-:,_#(=%|~>")
+AGGREGATE_TYPES: Final = frozenset(b"*%|~>")  # hiredis allocates room for their count at once
+PAIR_TYPES: Final = frozenset(b"%|")  # maps and attributes: count pairs
+BLOB_TYPES: Final = frozenset(b"$=")  # a length line, then that many bytes and 2 more
+HEADER_TYPES: Final = AGGREGATE_TYPES | BLOB_TYPES
+MAX_HEADER_LINE: Final = 22  # type byte, sign, 20 digits: no longer number parses
+STAR: Final = ord("*")
+DOLLAR: Final = ord("$")
 
 
 def byte_name(b: int) -> str:
@@ -319,20 +322,22 @@ class Framing:
 # looks at every array of the next read (small_ok false) until it checks a request start
 # again. Patterns have a literal first byte, with a memchr first for the rarer bytes: a
 # scan with a character class costs 20 times more per byte.
-_BIG_ARRAYS = [(bytes((c,)), re.compile(re.escape(bytes((c,))) + rb"\d{3}")) for c in b"*%|~>"]
-_ANY_ARRAYS = [(bytes((c,)), re.compile(re.escape(bytes((c,))) + rb"\d")) for c in b"*%|~>"]
-_CUT_ARRAY = re.compile(rb"[*%|~>]\d*\Z")  # a count cut by the end of the read
-_CUT_BYTES = frozenset(b"*%|~>0123456789")
+_BIG_ARRAYS: Final = [
+    (bytes((c,)), re.compile(re.escape(bytes((c,))) + rb"\d{3}")) for c in b"*%|~>"
+]
+_ANY_ARRAYS: Final = [(bytes((c,)), re.compile(re.escape(bytes((c,))) + rb"\d")) for c in b"*%|~>"]
+_CUT_ARRAY: Final = re.compile(rb"[*%|~>]\d*\Z")  # a count cut by the end of the read
+_CUT_BYTES: Final = frozenset(b"*%|~>0123456789")
 # Small reads (pipelines of short requests, the hot path) are cheaper to fold into one
 # array byte and one digit and search with find: one C pass, little per-call overhead.
-_FOLD = bytes(48 if 48 <= i <= 57 else 42 if i in b"*%|~>" else i for i in range(256))
-_FOLD_MAX = 1024
-CUT = "cut"
+_FOLD: Final = bytes(48 if 48 <= i <= 57 else 42 if i in b"*%|~>" else i for i in range(256))
+_FOLD_MAX: Final = 1024
+CUT: Final = "cut"
 
 # What a request or bus message may be made of: hiredis gives bulk and simple strings
 # as bytes, other types as int, None, list... ``BYTES_ONLY.issuperset(map(type, items))``
 # checks a list in C (half the time of ``all()`` over a generator).
-BYTES_ONLY = frozenset((bytes,))
+BYTES_ONLY: Final = frozenset((bytes,))
 
 
 def next_array_header(buf: bytes, start: int, small_ok: bool) -> int:
@@ -358,7 +363,7 @@ def next_array_header(buf: bytes, start: int, small_ok: bool) -> int:
     return end
 
 
-NESTED = -1
+NESTED: Final = -1
 
 
 def feed_array_inside(reader: hiredis.Reader, buf: bytes, pos: int) -> int:

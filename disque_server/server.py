@@ -18,7 +18,7 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import Any, Final
 
 from disque_server import metrics, resp, tls
 from disque_server.ack import Acks
@@ -39,8 +39,8 @@ from disque_server.queue import Queues
 from disque_server.resp import LEAVING_ERROR
 from disque_server.watchdog import Watchdog
 
-SLOWLOG_MAX_ARGS = 32
-SLOWLOG_MAX_ARGLEN = 128
+SLOWLOG_MAX_ARGS: Final = 32
+SLOWLOG_MAX_ARGLEN: Final = 128
 
 
 @dataclass

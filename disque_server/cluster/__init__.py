@@ -21,7 +21,7 @@ import random
 import ssl
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from disque_server import tls
 from disque_server.clock import now_ms
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from disque_server.queue import Queue
     from disque_server.server import Server
 
-FORGET_BLACKLIST_MS = 60_000
-RECONNECT_ON_MESSAGE_MS = 100  # a node we hear from but have no link to: retry this often
-GOSSIP_ENTRIES = 10
+FORGET_BLACKLIST_MS: Final = 60_000
+RECONNECT_ON_MESSAGE_MS: Final = 100  # a node we hear from but have no link to: retry this often
+GOSSIP_ENTRIES: Final = 10
 
 Handler = Callable[["Cluster", ClusterNode, BusLink, list[bytes]], None]
 
@@ -50,9 +50,9 @@ def new_node_id() -> bytes:
 
 
 # ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) --------
-_HEX_DIGITS = frozenset(b"0123456789abcdef")
-FAILING = frozenset((PFAIL, FAIL))
-NOT_CANDIDATE = frozenset((PFAIL, FAIL, HANDSHAKE, LEAVING))
+_HEX_DIGITS: Final = frozenset(b"0123456789abcdef")
+FAILING: Final = frozenset((PFAIL, FAIL))
+NOT_CANDIDATE: Final = frozenset((PFAIL, FAIL, HANDSHAKE, LEAVING))
 
 
 def valid_node_id(node_id: bytes) -> bool:
@@ -601,7 +601,7 @@ class Cluster:
         ]
 
     def node_flags(self, node: ClusterNode) -> str:
-        flags = [
+        flags: list[str] = [
             f
             for f in (MYSELF, PFAIL, FAIL, LEAVING, HANDSHAKE)
             if f in node.flags or (f == LEAVING and node is self.myself and self.leaving)
@@ -745,7 +745,7 @@ def on_fail(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[by
         cluster.candidates_stale = True
 
 
-HANDLERS: dict[bytes, Handler] = {
+HANDLERS: Final[dict[bytes, Handler]] = {
     b"MEET": on_meet,
     b"PING": on_ping,
     b"PONG": on_pong,

@@ -42,7 +42,7 @@ import asyncio
 import hashlib
 import hmac
 import os
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 import hiredis
 
@@ -61,9 +61,9 @@ if TYPE_CHECKING:
     from disque_server.cluster import Cluster
     from disque_server.cluster.node import ClusterNode
 
-MAX_MESSAGE_PARTS = 1_000_000
-BATCH_MAX_PARTS = 4096  # a batched message (send_batched) closes at this many parts
-BUS_BUFFER_LIMIT = 1024 * 1024 * 1024
+MAX_MESSAGE_PARTS: Final = 1_000_000
+BATCH_MAX_PARTS: Final = 4096  # a batched message (send_batched) closes at this many parts
+BUS_BUFFER_LIMIT: Final = 1024 * 1024 * 1024
 
 
 def auth_proof(password: str, role: bytes, peer_nonce: bytes, own_nonce: bytes) -> bytes:

@@ -21,7 +21,7 @@ instead of blocking for them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.blocking import BlockedRefill
 from disque_server.clock import now_ms, time_error_ms
@@ -34,10 +34,13 @@ if TYPE_CHECKING:
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
 
-BCAST_MIN_MS, BCAST_MAX_MS = 2000, 30_000
-ADHOC_MIN_MS, ADHOC_MAX_MS = 25, 2000
-MIN_REQUEST, MAX_REQUEST = 5, 100
-REFILL_WAIT_MAX_MS = 10
+BCAST_MIN_MS: Final = 2000
+BCAST_MAX_MS: Final = 30_000
+ADHOC_MIN_MS: Final = 25
+ADHOC_MAX_MS: Final = 2000
+MIN_REQUEST: Final = 5
+MAX_REQUEST: Final = 100
+REFILL_WAIT_MAX_MS: Final = 10
 
 
 class Refill:
@@ -143,7 +146,7 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
     now = now_ms()
     fields: list[bytes] = []
     for _ in range(min(give, qlen)):
-        job = q.jobs.pop(0)
+        job = q.jobs.popleft()
         q.jobs_out += 1
         job.state = ACTIVE
         if sender.id not in job.nodes_delivered:
@@ -209,7 +212,7 @@ def on_pause(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list
         server.queues.set_pause(q, flags)
 
 
-HANDLERS: dict[bytes, Handler] = {
+HANDLERS: Final[dict[bytes, Handler]] = {
     b"NEEDJOBS": on_needjobs,
     b"YOURJOBS": on_yourjobs,
     b"PAUSE": on_pause,

@@ -12,7 +12,7 @@ ACK survives owners being down or partitioned away.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.cluster.node import HANDSHAKE
 from disque_server.job import ACKED, WAIT_REPL, Job
@@ -135,4 +135,8 @@ def on_deljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: lis
             server.jobs.unregister(job)
 
 
-HANDLERS: dict[bytes, Handler] = {b"SETACK": on_setack, b"GOTACK": on_gotack, b"DELJOB": on_deljob}
+HANDLERS: Final[dict[bytes, Handler]] = {
+    b"SETACK": on_setack,
+    b"GOTACK": on_gotack,
+    b"DELJOB": on_deljob,
+}

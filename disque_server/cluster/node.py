@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from disque_server.cluster.bus import BusLink
 
-PFAIL, FAIL, LEAVING, HANDSHAKE, MYSELF = "pfail", "fail", "leaving", "handshake", "myself"
+PFAIL: Final = "pfail"
+FAIL: Final = "fail"
+LEAVING: Final = "leaving"
+HANDSHAKE: Final = "handshake"
+MYSELF: Final = "myself"
 
 
 class ClusterNode:

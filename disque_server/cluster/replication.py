@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Container
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.blocking import BlockedAddJob
 from disque_server.clock import now_ms
@@ -36,12 +36,14 @@ if TYPE_CHECKING:
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
 
-RETRY_TICK_MS = 50  # add one more node this often while replication is slow
-RESEND_MS = 500  # ask unconfirmed nodes again this often
-ASYNC_DEADLINE_MS = 60_000
+RETRY_TICK_MS: Final = 50  # add one more node this often while replication is slow
+RESEND_MS: Final = 500  # ask unconfirmed nodes again this often
+ASYNC_DEADLINE_MS: Final = 60_000
 
-NOREPL_TIMEOUT = b"-NOREPL Timeout reached before replicating to the requested number of nodes\r\n"
-NOREPL_REMOVED = (
+NOREPL_TIMEOUT: Final = (
+    b"-NOREPL Timeout reached before replicating to the requested number of nodes\r\n"
+)
+NOREPL_REMOVED: Final = (
     b"-NOREPL job removed (expired?) before the requested replication level was achieved\r\n"
 )
 
@@ -269,7 +271,7 @@ def on_enqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
     server.on_job_changed(job)
 
 
-HANDLERS: dict[bytes, Handler] = {
+HANDLERS: Final[dict[bytes, Handler]] = {
     b"REPLJOB": on_repljob,
     b"GOTJOB": on_gotjob,
     b"ENQUEUE": on_enqueue,

@@ -13,7 +13,7 @@ until the delay has passed, so the NACKing node re-queues it first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms, time_error_ms
 from disque_server.job import ACKED, FLAG_BCAST_WILLQUEUE, FLAG_NACK_DELAYED, QUEUED, Job
@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
 
-NACK, DELIVERY, NOCOUNT = b"nack", b"deliv", b"-"
-MAX_POSTPONE_MS = 10 * 365 * 86400 * 1000  # a POSTPONE beyond this is not believed
-POSTPONE_MARGIN_MS = 1000  # the other owners' copies wait this much past a NACK's delay
+NACK: Final = b"nack"
+DELIVERY: Final = b"deliv"
+NOCOUNT: Final = b"-"
+MAX_POSTPONE_MS: Final = 10 * 365 * 86400 * 1000  # a POSTPONE beyond this is not believed
+POSTPONE_MARGIN_MS: Final = 1000  # the other owners' copies wait this much past a NACK's delay
 
 
 def job_rank(node_id: bytes, job_id: bytes) -> bytes:
@@ -137,7 +139,7 @@ def on_postpone(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
         server.jobs.update_awake(job)
 
 
-HANDLERS: dict[bytes, Handler] = {
+HANDLERS: Final[dict[bytes, Handler]] = {
     b"WILLQUEUE": on_willqueue,
     b"QUEUED": on_queued,
     b"WORKING": on_working,

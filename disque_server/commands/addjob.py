@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms
 from disque_server.commands.args import SYNTAX_ERROR, parse_ll, parse_timeout_or_reply
@@ -14,11 +14,11 @@ if TYPE_CHECKING:
     from disque_server.client import Client
     from disque_server.queue import Queue
 
-DEFAULT_TTL = 24 * 3600
-DEFAULT_RETRY_MAX = 300
+DEFAULT_TTL: Final = 24 * 3600
+DEFAULT_RETRY_MAX: Final = 300
 
-NOREPL = b"-NOREPL Not enough reachable nodes for the requested replication level\r\n"
-NOREPL_NO_COPY = (
+NOREPL: Final = b"-NOREPL Not enough reachable nodes for the requested replication level\r\n"
+NOREPL_NO_COPY: Final = (
     b"-NOREPL Not enough reachable nodes for the requested replication level, "
     b"since I'm unable to hold a copy of the message for the following reason: "
     b"I'm out of memory or I'm leaving.\r\n"
@@ -91,17 +91,17 @@ def default_options(replicate: int) -> AddjobOptions:
 
 # ADDJOB without options (most of them): one read-only options object per
 # default replication level (1, 2 or 3: the cluster size, at most 3).
-_DEFAULT_OPTIONS = {n: default_options(n) for n in (1, 2, 3)}
+_DEFAULT_OPTIONS: Final = {n: default_options(n) for n in (1, 2, 3)}
 
 
-_NUMERIC = {
+_NUMERIC: Final = {
     b"replicate": (lambda v: 1 <= v <= 65535, b"-ERR REPLICATE must be between 1 and 65535\r\n"),
     b"ttl": (lambda v: v > 0, b"-ERR TTL must be a number > 0\r\n"),
     b"retry": (lambda v: v >= 0, b"-ERR RETRY time must be a non negative number\r\n"),
     b"delay": (lambda v: v >= 0, b"-ERR DELAY time must be a non negative number\r\n"),
     b"maxlen": (lambda v: v > 0, b"-ERR MAXLEN must be a positive number\r\n"),
 }
-_FIELD = {
+_FIELD: Final = {
     b"replicate": "replicate",
     b"ttl": "ttl",
     b"retry": "retry",

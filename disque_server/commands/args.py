@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.job import valid_job_id
 
 if TYPE_CHECKING:
     from disque_server.client import Client
 
-SYNTAX_ERROR = b"-ERR syntax error\r\n"
-BADID = b"-BADID Invalid Job ID format.\r\n"
-NOT_INTEGER = b"-ERR value is not an integer or out of range\r\n"
-LLONG_MIN, LLONG_MAX = -(2**63), 2**63 - 1
-ULONG_MAX = 2**64 - 1
+SYNTAX_ERROR: Final = b"-ERR syntax error\r\n"
+BADID: Final = b"-BADID Invalid Job ID format.\r\n"
+NOT_INTEGER: Final = b"-ERR value is not an integer or out of range\r\n"
+LLONG_MIN: Final = -(2**63)
+LLONG_MAX: Final = 2**63 - 1
+ULONG_MAX: Final = 2**64 - 1
 
 
 def _decimal(arg: bytes) -> tuple[bool, int] | None:
@@ -37,9 +38,16 @@ def _decimal(arg: bytes) -> tuple[bool, int] | None:
 def parse_ll(arg: bytes) -> int | None:
     """A signed 64-bit integer as Disque's getLongLongFromObject reads it (strtoll:
     '+60', '' and '007' are numbers, ' 5' and '5 ' are not), or None. Every ADDJOB and
-    GETJOB comes here: plain digits short of 19 are always in range, so they go first."""
-    if len(arg) <= 18 and arg.isdigit():
-        return int(arg)
+    GETJOB comes here: plain digits short of 19 are always in range, so they go first,
+    read digit by digit (compiled, cheaper than int() of bytes)."""
+    if 0 < len(arg) <= 18:
+        value = 0
+        for digit in arg:
+            if not 48 <= digit <= 57:
+                break
+            value = value * 10 + digit - 48
+        else:
+            return value
     number = _decimal(arg)
     if number is None:
         return None

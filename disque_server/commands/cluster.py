@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server import resp
 from disque_server.commands.args import parse_ll
@@ -11,7 +11,7 @@ from disque_server.resp import bulk
 if TYPE_CHECKING:
     from disque_server.client import Client
 
-WRONG = "ERR Wrong CLUSTER subcommand or number of arguments"
+WRONG: Final = "ERR Wrong CLUSTER subcommand or number of arguments"
 
 
 def cluster_command(c: Client, argv: list[bytes]) -> None:
@@ -105,7 +105,7 @@ def cluster_saveconfig(c: Client, argv: list[bytes]) -> None:
     c.reply(resp.OK)
 
 
-SUBCOMMANDS = {
+SUBCOMMANDS: Final = {
     (b"meet", 4): cluster_meet,
     (b"meet", 5): cluster_meet,
     (b"nodes", 2): cluster_nodes,

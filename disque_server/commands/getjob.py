@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.blocking import BlockedGetJob
 from disque_server.commands.args import (
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from disque_server.client import Client
     from disque_server.queue import Queue
 
-_NACKS = b"$5\r\nnacks\r\n"
-_DELIVERIES = b"$21\r\nadditional-deliveries\r\n"
+_NACKS: Final = b"$5\r\nnacks\r\n"
+_DELIVERIES: Final = b"$21\r\nadditional-deliveries\r\n"
 
 
 def reply_jobs(c: Client, jobs: list[Job], withcounters: bool) -> None:

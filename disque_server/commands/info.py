@@ -12,7 +12,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server import BUILD_ID, DISQUE_VERSION
 from disque_server.memory import rss_bytes
@@ -137,7 +137,7 @@ def section_latency(s: Server) -> list[str]:
     return [f"event_loop_max_stall_ms:{s.stats_max_stall_ms}", f"slowlog_len:{len(s.slowlog)}"]
 
 
-SECTIONS: dict[str, Callable[[Server], list[str]]] = {
+SECTIONS: Final[dict[str, Callable[[Server], list[str]]]] = {
     "server": section_server,
     "clients": section_clients,
     "memory": section_memory,
@@ -155,11 +155,11 @@ def section_timers(s: Server) -> list[str]:
 
 
 # Beyond Disque, shown only when asked for by name (INFO latency, INFO timers).
-EXTRA_SECTIONS: dict[str, Callable[[Server], list[str]]] = {
+EXTRA_SECTIONS: Final[dict[str, Callable[[Server], list[str]]]] = {
     "latency": section_latency,
     "timers": section_timers,
 }
-DEFAULT = [name for name in SECTIONS if name != "commandstats"]
+DEFAULT: Final = [name for name in SECTIONS if name != "commandstats"]
 
 
 def info_text(s: Server, which: str = "default") -> str:

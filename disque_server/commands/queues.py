@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.commands.args import SYNTAX_ERROR, parse_ll_or_reply
 from disque_server.queue import PAUSE_NAMES, PAUSED_IN, PAUSED_OUT
@@ -32,11 +32,11 @@ def qpeek_command(c: Client, argv: list[bytes]) -> None:
     if q is None or count == 0:
         c.reply(array_header(0))
         return
-    jobs = q.jobs[:count] if count > 0 else q.jobs[count:][::-1]
+    jobs = q.jobs.first(count) if count > 0 else q.jobs.last(-count)
     c.reply_value([[job.queue, job.id, job.body] for job in jobs])
 
 
-_PAUSE_OPTIONS = {b"in": PAUSED_IN, b"out": PAUSED_OUT, b"all": PAUSED_IN | PAUSED_OUT}
+_PAUSE_OPTIONS: Final = {b"in": PAUSED_IN, b"out": PAUSED_OUT, b"all": PAUSED_IN | PAUSED_OUT}
 
 
 def pause_command(c: Client, argv: list[bytes]) -> None:

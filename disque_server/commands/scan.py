@@ -8,7 +8,7 @@ present for the whole iteration is returned at least once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms
 from disque_server.commands.args import NOT_INTEGER, SYNTAX_ERROR, parse_ll, parse_scan_cursor
@@ -18,8 +18,8 @@ from disque_server.resp import Status
 if TYPE_CHECKING:
     from disque_server.client import Client
 
-DEFAULT_COUNT = 100
-INVALID_CURSOR = b"-ERR invalid cursor or option name\r\n"
+DEFAULT_COUNT: Final = 100
+INVALID_CURSOR: Final = b"-ERR invalid cursor or option name\r\n"
 
 
 def cursor_argument(c: Client, arg: bytes, cursor: int) -> int | None:

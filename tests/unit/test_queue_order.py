@@ -4,12 +4,15 @@ back, so jobs created on one node come out in the order they were added."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from inprocess import shared_server
 
 from disque_server.job import ACTIVE, QUEUED, CtimeClock, Job
-from disque_server.queue import PAUSED_IN, Queue, Queues
+from disque_server.queue import JOBLIST_LOAD, PAUSED_IN, JobList, Queue, Queues
 
 # No deadline and no speed check: a loaded machine must not fail a property on timing.
 RELAXED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -51,8 +54,9 @@ def test_queue_holds_jobs_oldest_first(order: list[int]) -> None:
     for n in order:
         q.jobs.add(jobs[n])
     assert list(q.jobs) == jobs  # QPEEK q 30
-    assert list(q.jobs[-3:][::-1]) == jobs[:-4:-1]  # QPEEK q -3: newest first
-    assert q.jobs.pop(0) is jobs[0]  # GETJOB takes the oldest
+    assert q.jobs.first(5) == jobs[:5]  # QPEEK q 5
+    assert q.jobs.last(3) == jobs[:-4:-1]  # QPEEK q -3: newest first
+    assert q.jobs.popleft() is jobs[0]  # GETJOB takes the oldest
 
 
 @RELAXED
@@ -69,7 +73,7 @@ def test_dequeue_takes_out_that_job_among_equal_ctimes(data: st.DataObject) -> N
     assert victim.state == ACTIVE and victim not in list(q.jobs)
     assert len(q) == 9 and q.jobs_out == 1
     assert not queues.dequeue_job(victim)  # not queued any more
-    assert q.jobs[0].ctime <= q.jobs[-1].ctime
+    assert q.jobs.first(1)[0].ctime <= q.jobs.last(1)[0].ctime
 
 
 def test_evict_idle_keeps_queues_with_jobs_clients_or_a_pause() -> None:
@@ -86,3 +90,36 @@ def test_evict_idle_keeps_queues_with_jobs_clients_or_a_pause() -> None:
     assert queues.lookup(b"idle") is None
     assert sorted(q.name for q in queues) == [b"blocked", b"job", b"paused", b"recent"]
     assert len(queues.scan_index) == 4  # QSCAN forgets it too
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_job_list_against_a_sorted_list_through_its_splits(seed: int) -> None:
+    """Thousands of adds (mostly newest, some older, some equal ctimes), discards
+    and pops, past several sublist splits: always the order of a plain sort by
+    ctime, arrival order between equals."""
+    rnd = random.Random(seed)
+    jobs = JobList()
+    model: list[tuple[int, int, Job]] = []  # (ctime, arrival, job)
+    ctime = 1000
+    for arrival in range(6 * JOBLIST_LOAD):
+        roll = rnd.random()
+        if roll < 0.6:
+            ctime += rnd.randint(0, 2)  # newest (sometimes equal to the last)
+            j = job(arrival, ctime)
+        else:
+            j = job(arrival, rnd.randint(900, ctime))  # a re-queue: older
+        jobs.add(j)
+        model.append((j.ctime, arrival, j))
+        if roll > 0.9 and model:
+            _, _, victim = model.pop(rnd.randrange(len(model)))
+            assert jobs.discard(victim)
+            assert not jobs.discard(victim)
+        if roll < 0.05 and model:
+            model.sort(key=lambda entry: entry[:2])
+            assert jobs.popleft() is model.pop(0)[2]
+    model.sort(key=lambda entry: entry[:2])
+    expected = [entry[2] for entry in model]
+    assert len(jobs.lists) > 2  # it did split
+    assert list(jobs) == expected and len(jobs) == len(expected)
+    assert jobs.first(700) == expected[:700]
+    assert jobs.last(700) == expected[::-1][:700]
