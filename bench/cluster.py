@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -84,8 +85,22 @@ def free_port_pair() -> int:
     raise BenchError("could not find a free port pair (port, port + 10000) below 32768")
 
 
-def start_node(tmp: Path, name: str, extra: Sequence[str] = ()) -> Server:
-    """A disque_server process from this checkout, in tmp/name, on a free port pair."""
+def pure_tree(tmp: Path) -> Path:
+    """The node's Python sources alone, copied under tmp: started from there, the
+    node runs as plain Python even when this checkout has compiled it in place
+    (its extension modules sit beside the sources and are imported first)."""
+    dest = tmp / "pure-src"
+    if not dest.exists():
+        for src in (REPO_ROOT / "disque_server").rglob("*.py"):
+            target = dest / src.relative_to(REPO_ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    return dest
+
+
+def start_node(tmp: Path, name: str, extra: Sequence[str] = (), source: Path = REPO_ROOT) -> Server:
+    """A disque_server process from this checkout (or the source tree given), in
+    tmp/name, on a free port pair."""
     for attempt in range(3):
         port = free_port_pair()
         node_dir = tmp / name
@@ -93,7 +108,7 @@ def start_node(tmp: Path, name: str, extra: Sequence[str] = ()) -> Server:
         log = node_dir / "disque.log"
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
+            p for p in (str(source), env.get("PYTHONPATH", "")) if p
         )
         argv = [
             sys.executable,
@@ -108,7 +123,9 @@ def start_node(tmp: Path, name: str, extra: Sequence[str] = ()) -> Server:
             *(["--appendonly", "no"] if "--appendonly" not in extra else []),
             *extra,
         ]
-        server = Server(f"disque node ({name})", argv, port, log, env)
+        # Started in its own directory: `python -m` puts the working directory first
+        # on the path, and the checkout's would shadow `source`.
+        server = Server(f"disque node ({name})", argv, port, log, env, cwd=node_dir)
         try:
             server.start()
             return server

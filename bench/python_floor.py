@@ -3,12 +3,13 @@
 
     python bench/python_floor.py --ref-bin PATH [--runs 3] [--requests N]
 
-Three single servers on free loopback ports, in a temporary directory: this
-checkout's node ("ours"), bench/floor_node.py ("floor": the least a Python
+Four single servers on free loopback ports, in a temporary directory: this
+checkout's node as built ("ours": compiled by mypyc when installed so), the
+same sources run as plain Python ("pure"), bench/floor_node.py ("floor": the least a Python
 ADDJOB server on uvloop and hiredis does, no Disque feature) and the C
 disque-server at PATH (Disque 1.0-rc1, "C"). redis-benchmark with 50 clients
 sends PING and ``ADDJOB q body 0``, unpipelined and -P 16, --runs times per
-server, the order of the three turning at every run; around each run the
+server, the order of the four turning at every run; around each run the
 servers' CPU time is read from /proc. Prints one Markdown table of medians:
 the rate of each, the ratios ours / C and floor / C, and the server CPU per
 request (user / sys).
@@ -34,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cluster import environment, free_port_pair, start_node  # noqa: E402
+from cluster import environment, free_port_pair, pure_tree, start_node  # noqa: E402
 from single_node import (  # noqa: E402
     CLIENTS,
     PIPELINE,
@@ -56,7 +57,7 @@ from vs_disque import (  # noqa: E402
     start_reference,
 )
 
-KINDS = ("ours", "floor", "C")
+KINDS = ("ours", "pure", "floor", "C")
 FLOOR_NODE = Path(__file__).resolve().parent / "floor_node.py"
 
 
@@ -73,6 +74,7 @@ def servers(tmp: Path, ref_bin: Path) -> Iterator[dict[str, list[Server]]]:
     started: dict[str, list[Server]] = {}
     try:
         started["ours"] = [start_node(tmp, "ours")]
+        started["pure"] = [start_node(tmp, "pure", source=pure_tree(tmp))]
         started["floor"] = [start_floor(tmp, "floor")]
         started["C"] = [start_reference(ref_bin, tmp, "C")]
         yield started
@@ -101,9 +103,9 @@ def figures(requests: int) -> list[Figure]:
 
 def markdown(done: list[Figure], header: str) -> str:
     lines = [
-        "| figure | ours | floor | C | ours / C | floor / C | "
-        "server CPU µs/request user / sys: ours \\| floor \\| C |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| figure | ours | pure | floor | C | ours / C | pure / C | floor / C | "
+        "server CPU µs/request user / sys: ours \\| pure \\| floor \\| C |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for figure in done:
         s = figure.samples
@@ -114,9 +116,11 @@ def markdown(done: list[Figure], header: str) -> str:
         )
         ratio = {k: rate[k] / rate["C"] if rate[k] and rate["C"] else None for k in KINDS}
         lines.append(
-            f"| {figure.name} | {show(rate['ours'], ',.0f')} | {show(rate['floor'], ',.0f')} "
-            f"| {show(rate['C'], ',.0f')} | {show(ratio['ours'], '.2f')} "
-            f"| {show(ratio['floor'], '.2f')} | {cpu} |"
+            f"| {figure.name} | "
+            + " | ".join(show(rate[k], ",.0f") for k in KINDS)
+            + " | "
+            + " | ".join(show(ratio[k], ".2f") for k in KINDS if k != "C")
+            + f" | {cpu} |"
         )
     return "\n".join([*lines, "", header])
 

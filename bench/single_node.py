@@ -145,13 +145,20 @@ class Server:
     """A server process started by this script, stopped by stop()."""
 
     def __init__(
-        self, name: str, argv: list[str], port: int, log: Path, env: dict[str, str] | None = None
+        self,
+        name: str,
+        argv: list[str],
+        port: int,
+        log: Path,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.name = name
         self.argv = argv
         self.port = port
         self.log = log
         self.env = env
+        self.cwd = cwd  # (python -m looks in the working directory first)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -168,6 +175,7 @@ class Server:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=self.env,
+                cwd=self.cwd,
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )

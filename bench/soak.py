@@ -62,6 +62,7 @@ class Trace:
 
     kind: str  # "ours" or "C"
     samples: list[Sample] = field(default_factory=list)
+    final: Sample | None = None  # once every round is over
     after_round: list[int] = field(default_factory=list)  # RSS once each round's jobs are gone
 
     def levels_off(self) -> bool:
@@ -145,6 +146,7 @@ def soak_run(
         if ref_bin is not None:
             nodes["C"] = start_reference(ref_bin, tmp, f"c-{slug}")
             traces["C"] = Trace("C")
+        started = time.monotonic()
         with sampling(nodes, traces, every):
             for n in range(rounds):
                 order = list(nodes) if n % 2 == 0 else list(reversed(nodes))
@@ -152,6 +154,8 @@ def soak_run(
                     say(f"{name}: round {n + 1}/{rounds} on {kind}")
                     one_round(nodes[kind], jobs, extra)
                     traces[kind].after_round.append(nodes[kind].rss())
+        for kind, node in nodes.items():  # the last word: every round over, no job left
+            traces[kind].final = sample(node, kind, time.monotonic() - started)
     finally:
         for node in nodes.values():
             node.stop()
@@ -180,13 +184,13 @@ def markdown(results: dict[str, dict[str, Trace]]) -> str:
             f"({t.after_round[-1] / t.after_round[0] - 1:+.0%} from round 1)"
             for k, t in traces.items()
         )
-        lines.append(f"\n{verdicts}")
-        ours = traces["ours"].samples
-        if ours and ours[-1].used is not None:
-            lines.append(
-                f"; ours at the end: used_memory {mb(ours[-1].used)}, "
-                f"timer buckets {ours[-1].timer_buckets}"
+        end = traces["ours"].final
+        if end is not None:
+            verdicts += (
+                f"; ours after the last round: used_memory {mb(end.used)}, "
+                f"timer buckets {end.timer_buckets}"
             )
+        lines.append(f"\n{verdicts}")
     return "\n".join(lines)
 
 

@@ -72,7 +72,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cluster import benchmark, environment, free_port_pair, running, start_node  # noqa: E402
+from cluster import (  # noqa: E402
+    benchmark,
+    environment,
+    free_port_pair,
+    pure_tree,
+    running,
+    start_node,
+)
 from run_all import fill as fill_fast  # noqa: E402
 from single_node import (  # noqa: E402
     CLIENTS,
@@ -89,7 +96,9 @@ from single_node import (  # noqa: E402
     sigterm_as_interrupt,
 )
 
-KINDS = ("ours", "C")
+# ours: this checkout's node as installed (compiled by mypyc when built so); pure:
+# the same sources run as plain Python (--no-pure leaves it out); C: Disque 1.0-rc1.
+KINDS = ("ours", "pure", "C")
 # A well-formed job ID (D-, 8 hex, -, 24 characters, -, 4 hex TTL) that no server
 # gives: redis-benchmark puts 12 random digits in place of __rand_int__. Its TTL
 # part is odd, so that a Disque node in a cluster makes a dummy ack for it.
@@ -407,10 +416,10 @@ def cluster_figures(scale: Scale) -> list[Figure]:
 def run_figure(
     figure: Figure, nodes: dict[str, list[Server]], runs: int, kinds: Sequence[str] = KINDS
 ) -> None:
-    """--runs runs of the figure on each kind of server, the order turning at every run
-    (with two kinds: ours first on even runs, C first on odd ones)."""
+    """--runs runs of the figure on each kind of server started, the order turning at
+    every run (with two kinds: ours first on even runs, C first on odd ones)."""
     say(f"  {figure.name} ...")
-    kinds = tuple(kinds)
+    kinds = tuple(k for k in kinds if k in nodes)
     for i in range(runs):
         turn = i % len(kinds)
         for kind in kinds[turn:] + kinds[:turn]:
@@ -495,21 +504,26 @@ def show(value: float | None, how: str) -> str:
     return "—" if value is None else format(value, how)
 
 
+def ratio_to_c(value: float | None, c: float | None) -> float | None:
+    return value / c if value is not None and c else None
+
+
 def table_line(
     name: str, samples: dict[str, list[Sample]], attr: str, fmt: str, target: str, cpu: str
 ) -> str:
-    ours, c = median(samples["ours"], attr), median(samples["C"], attr)
-    ratio = ours / c if ours is not None and c else None
+    ours, pure, c = (median(samples.get(k, []), attr) for k in KINDS)
+    ratio, pure_ratio = ratio_to_c(ours, c), ratio_to_c(pure, c)
     return (
-        f"| {name} | {show(ours, fmt)} | {show(c, fmt)} | {show(ratio, '.2f')} | "
-        f"{verdict(ratio, target)} | {cpu} |"
+        f"| {name} | {show(ours, fmt)} | {show(pure, fmt)} | {show(c, fmt)} | "
+        f"{show(ratio, '.2f')} | {show(pure_ratio, '.2f')} | {verdict(ratio, target)} | {cpu} |"
     )
 
 
 def figure_lines(figure: Figure) -> list[str]:
     s = figure.samples
     cpu = " \\| ".join(
-        f"{show(median(s[k], 'user_us'), '.1f')} / {show(median(s[k], 'sys_us'), '.1f')}"
+        f"{show(median(s.get(k, []), 'user_us'), '.1f')} / "
+        f"{show(median(s.get(k, []), 'sys_us'), '.1f')}"
         for k in KINDS
     )
     lines = [table_line(figure.name, s, "outcome.value", ",.0f", figure.target, cpu)]
@@ -522,29 +536,30 @@ def figure_lines(figure: Figure) -> list[str]:
 
 def client_note(figures: Sequence[Figure]) -> str:
     parts = [
-        f"{f.name.split(' (')[0]} {show(median(f.samples['ours'], 'client_cpu'), '.2f')}"
-        f" / {show(median(f.samples['C'], 'client_cpu'), '.2f')}"
+        f"{f.name.split(' (')[0]} "
+        + " / ".join(show(median(f.samples.get(k, []), "client_cpu"), ".2f") for k in KINDS)
         for f in figures
     ]
-    return "Client CPU (1.00 = one core busy), ours / C: " + "; ".join(parts) + "."
+    return "Client CPU (1.00 = one core busy), ours / pure / C: " + "; ".join(parts) + "."
 
 
 def markdown(
     figures: Sequence[Figure], memory: dict[str, float] | None, notes: list[str], header: str
 ) -> str:
     lines = [
-        "| figure | ours (median) | C (median) | ratio ours / C | target | "
-        "server CPU µs/request user / sys: ours \\| C |",
-        "| --- | ---: | ---: | ---: | --- | --- |",
+        "| figure | ours (median) | pure (median) | C (median) | ours / C | pure / C | "
+        "target (ours) | server CPU µs/request user / sys: ours \\| pure \\| C |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for figure in figures:
         lines += figure_lines(figure)
     if memory:
-        ours, c = memory["ours"], memory["C"]
-        met = "✅" if ours <= TARGET_BYTES_PER_JOB else "❌"
+        ours, pure, c = (memory.get(k) for k in KINDS)
+        met = "✅" if ours is not None and ours <= TARGET_BYTES_PER_JOB else "❌"
         lines.append(
-            f"| resident memory per queued job, B (16-byte body) | {ours:,.0f} | "
-            f"{c:,.0f} | {ours / c:.2f} | ours <= {TARGET_BYTES_PER_JOB} {met} | |"
+            f"| resident memory per queued job, B (16-byte body) | {show(ours, ',.0f')} | "
+            f"{show(pure, ',.0f')} | {show(c, ',.0f')} | {show(ratio_to_c(ours, c), '.2f')} | "
+            f"{show(ratio_to_c(pure, c), '.2f')} | ours <= {TARGET_BYTES_PER_JOB} {met} | |"
         )
     return "\n".join([*lines, "", *notes, "", header])
 
@@ -563,12 +578,12 @@ def versions(single: dict[str, list[Server]]) -> str:
 
 
 def run(
-    tmp: Path, ref_bin: Path, scale: Scale, runs: int, notes: list[str]
+    tmp: Path, ref_bin: Path, scale: Scale, runs: int, notes: list[str], pure: bool = True
 ) -> tuple[list[Figure], dict[str, float], str]:
-    starters: dict[str, Callable[..., Server]] = {
-        "ours": start_node,
-        "C": partial(start_reference, ref_bin),
-    }
+    starters: dict[str, Callable[..., Server]] = {"ours": start_node}
+    if pure:
+        starters["pure"] = partial(start_node, source=pure_tree(tmp))
+    starters["C"] = partial(start_reference, ref_bin)
     singles, clusters = single_node_figures(scale), cluster_figures(scale)
     with both(tmp, "single", starters) as single:
         built = versions(single)
@@ -619,6 +634,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"unpipelined requests a run (default {FULL.requests:,}; -P 16 "
         "runs send 3 N, replicated and cycle runs N / 2)",
     )
+    parser.add_argument(
+        "--no-pure",
+        action="store_true",
+        help="leave out the pure-Python run of this checkout's node (a third shorter)",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1 or (args.requests is not None and args.requests < 1):
         parser.error("--runs and --requests must be at least 1")
@@ -643,7 +663,9 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     try:
         with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="disque-vs-") as d:
-            figures, memory, built = run(Path(d), args.ref_bin.resolve(), scale, args.runs, notes)
+            figures, memory, built = run(
+                Path(d), args.ref_bin.resolve(), scale, args.runs, notes, not args.no_pure
+            )
     except KeyboardInterrupt:
         print("interrupted: servers stopped", file=sys.stderr)
         return 130
