@@ -90,7 +90,12 @@ def ext_modules() -> list:  # type: ignore[type-arg]  (setuptools Extension obje
     except ImportError:
         notice("mypyc is not installed")
         return []
-    return mypycify(node_modules(), opt_level="3", debug_level="0")
+    try:
+        return mypycify(node_modules(), opt_level="3", debug_level="0")
+    except (Exception, SystemExit) as exc:  # mypy's type errors end in SystemExit
+        notice(f"mypyc refused the node: {exc}")
+        remove_compiled_in_place(everything=True)
+        return []
 
 
 setup(ext_modules=ext_modules(), cmdclass={"build_ext": BuildOrFallBack})
