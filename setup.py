@@ -18,6 +18,7 @@ import shutil
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
@@ -78,7 +79,8 @@ def remove_compiled_in_place(everything: bool) -> None:
             path.unlink()
 
 
-def ext_modules() -> list:  # type: ignore[type-arg]  (setuptools Extension objects)
+def ext_modules() -> list[Any]:
+    """mypyc's extensions for the node, or none (the pure build)."""
     why = why_pure()
     if why is not None:
         notice(why)
