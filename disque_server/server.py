@@ -142,11 +142,14 @@ class Server:
         await self.cluster.start_bus(hosts)
         if self.config["metrics-port"]:
             await metrics.start(self, hosts)
+        # The TLS files are read before any client port listens: a node that cannot
+        # start must never have answered a PING (its error path runs the event loop).
+        tls_context = tls.server_context(self.config) if self.config["tls-port"] else None
         if self.config["unixsocket"]:  # before the port: once PING answers, it is there too
             await self.listen_unix(self.config["unixsocket"], int(self.config["unixsocketperm"], 8))
         await self.listen(hosts, self.config["port"])
-        if self.config["tls-port"]:
-            await self.listen(hosts, self.config["tls-port"], tls.server_context(self.config))
+        if tls_context is not None:
+            await self.listen(hosts, self.config["tls-port"], tls_context)
             self.log.notice("Accepting TLS connections on port %d", self.config["tls-port"])
         self.log.notice(
             "Ready to accept connections on port %d (cluster bus on port %d)",
