@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from disque_common.client import text
+
 
 @dataclass(frozen=True, slots=True)
 class Job:
@@ -29,16 +31,12 @@ class Job:
         "additional-deliveries", n]."""
         queue, jid, body = entry[0], entry[1], entry[2]
         counters: dict[str, Any] = {
-            _text(k): v for k, v in zip(entry[3::2], entry[4::2], strict=False)
+            text(k): v for k, v in zip(entry[3::2], entry[4::2], strict=False)
         }
         return cls(
-            id=_text(jid),
-            queue=_text(queue),
-            body=body if isinstance(body, bytes) else _text(body).encode(),
+            id=text(jid),
+            queue=text(queue),
+            body=body if isinstance(body, bytes) else text(body).encode(),
             nacks=int(counters.get("nacks", 0)),
             additional_deliveries=int(counters.get("additional-deliveries", 0)),
         )
-
-
-def _text(value: object) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
