@@ -68,7 +68,7 @@ def client_buffers(server: Server) -> int:
     """Clients' fixed cost and their input and output buffers."""
     total = 0
     for c in server.clients:
-        total += CLIENT_BYTES + c.pending_len + c.deferred_len + len(c.chunk) - c.chunk_pos
+        total += CLIENT_BYTES + c.requests.buffered()
         if c.transport is not None:
             total += c.transport.get_write_buffer_size()
     return total

@@ -8,8 +8,9 @@ bulk strings, parsed with hiredis like client requests::
 hiredis allocates room for an array as soon as it reads its count, and
 anyone who reaches the port can send (no password is needed to be read):
 the array headers that could cost something are looked at before hiredis
-reads them (``BusLink.data_received``), and a link that sends an array
-inside a message, or a count out of bounds, is closed.
+reads them (``request_reader.RequestReader``, as for client requests), and
+a link that sends an array inside a message, or a count out of bounds, is
+closed.
 
 ``sender-flags`` is ``leaving`` or ``-``: every message carries it, so a
 node's LEAVING state spreads as fast as any traffic. The message set is the
@@ -44,18 +45,8 @@ import hmac
 import os
 from typing import TYPE_CHECKING, Final, cast
 
-import hiredis
-
-from disque_server.resp import (
-    BYTES_ONLY,
-    CUT,
-    NESTED,
-    STAR,
-    bulk_array,
-    count_problem,
-    feed_array_inside,
-    next_array_header,
-)
+from disque_server.request_reader import RequestError, RequestReader
+from disque_server.resp import bulk_array
 
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster
@@ -82,9 +73,9 @@ class BusLink:
     def __init__(self, cluster: Cluster, node: ClusterNode | None = None) -> None:
         self.cluster = cluster
         self.node = node
-        self.reader = hiredis.Reader()
-        self.at_boundary = True  # hiredis holds no part of a message
-        self.rest = b""  # an array header cut by the end of the last read
+        self.messages = RequestReader(
+            MAX_MESSAGE_PARTS, BUS_BUFFER_LIMIT, BUS_BUFFER_LIMIT, inline=False
+        )
         self.transport: asyncio.Transport | None = None
         self.peer_ip = ""
         self.closed = False
@@ -124,69 +115,21 @@ class BusLink:
             self.node.link = None
 
     def data_received(self, data: bytes) -> None:
-        """Feed hiredis up to each array header it must not read unchecked, and look at
-        that header once hiredis has run what came before: hiredis's state says what it
-        is. Holding no part of a message, it starts one: its count is checked. All it was
-        given consumed, but inside a message: it is an element, and messages are flat.
-        Input left over: hiredis is inside a payload, the header is payload bytes. After
-        a message start checked in this read, arrays of up to 99 elements pass unlooked
-        at (they cost little, and make the message refused); in the next read, any array
-        is looked at until a message start is, so they cannot pile up."""
-        if self.rest:
-            data, self.rest = self.rest + data, b""
-        pos, size, checked_start = 0, len(data), False
-        while pos < size and not self.closed:
-            end = next_array_header(data, pos, checked_start)
-            if end == pos:
-                problem: str | None = "array inside a message"
-                if self.at_boundary:
-                    problem = count_problem(data, pos, MAX_MESSAGE_PARTS)
-                    if problem == CUT:
-                        self.rest = data[pos:]
-                        return
-                    if problem is None and data[pos] != STAR:
-                        problem = "message not an array"
-                    if problem is None:
-                        checked_start = True
-                        end = next_array_header(data, pos + 1, True)
-                else:
-                    fed = feed_array_inside(self.reader, data, pos)
-                    if fed != NESTED:
-                        problem = None  # payload bytes: look past them
-                        end = next_array_header(data, pos + 1, checked_start)
-                        pos += fed
-                if problem:
-                    self.cluster.server.log.verbose(
-                        "Bus protocol error from %s (%s): closing", self.peer_ip, problem
-                    )
-                    self.close()
-                    return
-            self.reader.feed(data, pos, end - pos)
-            self.at_boundary = False
-            pos = end
-            if self.reader.len() > BUS_BUFFER_LIMIT:
-                self.close()
-                return
-            self.run_messages()
-
-    def run_messages(self) -> None:
-        """Handle the complete messages hiredis holds."""
+        """Handle the complete messages read so far. The reader (request_reader.py,
+        as for clients) looks at every array header before hiredis reads it: messages
+        are flat arrays of bulk strings, at most MAX_MESSAGE_PARTS of them."""
+        messages = self.messages
+        messages.feed(data)
         while not self.closed:
             try:
-                msg = self.reader.gets()
-            except (hiredis.ProtocolError, MemoryError, ValueError, TypeError):
-                self.cluster.server.log.verbose("Bus protocol error from %s: closing", self.peer_ip)
+                msg = messages.next_request()
+            except RequestError as exc:
+                self.cluster.server.log.verbose(
+                    "Bus protocol error from %s (%s): closing", self.peer_ip, exc
+                )
                 self.close()
                 return
-            if msg is False:
-                return
-            self.at_boundary = not self.reader.has_data()
-            if (
-                type(msg) is not list
-                or len(msg) > MAX_MESSAGE_PARTS
-                or not BYTES_ONLY.issuperset(map(type, msg))
-            ):
-                self.close()
+            if msg is None:
                 return
             if len(msg) == 2 and msg[0] in (b"CHALLENGE", b"AUTH"):
                 self.on_auth_message(msg[0], msg[1])

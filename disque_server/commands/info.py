@@ -62,7 +62,7 @@ def section_clients(s: Server) -> list[str]:
     return [
         f"connected_clients:{len(clients)}",
         f"client_longest_output_list:{max((len(c.out) for c in clients), default=0)}",
-        f"client_biggest_input_buf:{max((c.pending_len for c in clients), default=0)}",
+        f"client_biggest_input_buf:{max((c.requests.buffered() for c in clients), default=0)}",
         f"blocked_clients:{s.stats.blocked_clients}",
     ]
 

@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tls",),  # config's TLS options as SSL contexts
     ("listener",),  # the client port's sockets (stdlib only)
     ("resp",),  # all encoding, and the request framing
+    ("request_reader",),  # bytes in, requests out: for clients and bus links
     ("job",),  # a job, and its fields for the bus and the AOF
     ("memory",),  # what jobs and queues cost: used_memory
     ("queue",),
