@@ -69,6 +69,7 @@ class Client:
         self.monitor = False
         self.closing = False
         self.reading_paused = False
+        self.writing_paused = False  # its replies pile up: run no more of its requests
         self.last_cmd: Command | None = None  # (CLIENT LIST's cmd=)
         # (Interpreted, CPython 3.11 drops the compact layout of instance attributes past
         # 29 of them, and each request costs 12% more: keep few.)
@@ -107,15 +108,21 @@ class Client:
         self.server.monitors.pop(self, None)
 
     def pause_writing(self) -> None:
-        # The peer does not read its replies: stop reading its requests.
+        # The peer does not read its replies: stop reading its requests, and stop
+        # running those already read (one read of small requests can hold 250 KB of
+        # them, and their replies are many times that).
+        self.writing_paused = True
         if self.transport and not self.reading_paused:
             self.reading_paused = True
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
+        self.writing_paused = False
         if self.transport and self.reading_paused:
             self.reading_paused = False
             self.transport.resume_reading()
+        if self.requests.has_input():
+            self.server.loop.call_soon(self.resume)
 
     def data_received(self, data: bytes) -> None:
         self.last_interaction = self.server.clock_s
@@ -145,7 +152,12 @@ class Client:
         requests = self.requests
         dispatch = self.server.dispatch
         budget = RUN_BUDGET
-        while not self.blocked and not self.closing and self.transport is not None:
+        while (
+            not self.blocked
+            and not self.closing
+            and not self.writing_paused
+            and self.transport is not None
+        ):
             budget -= 1
             if budget < 0:
                 self.server.loop.call_soon(self.resume)

@@ -200,7 +200,9 @@ def test_pipelining_client_that_never_reads_is_throttled(start) -> None:
             f"\nnon-reading client: sent {sent >> 20} MB, stalled={stalled}, RSS +{grown >> 20} MB"
         )
         assert stalled, f"the node read {sent >> 20} MB from a client that reads nothing"
-        assert grown < 300 << 20, f"RSS grew {grown >> 20} MB"
+        # The replies wait up to the 64 MB high-water mark; nothing more is run until
+        # they drain (the requests already read would make many times their size).
+        assert grown < 160 << 20, f"RSS grew {grown >> 20} MB"
     finally:
         s.close()
     assert threading.active_count() >= 1
