@@ -237,6 +237,8 @@ def test_timers_come_back_after_a_job_cycle_with_a_long_retry(node: Node) -> Non
     timers = node.info("timers")
     assert node.info("jobs")["registered_jobs"] == 0
     assert timers["timer_buckets"] == timers["timer_filed_jobs"] == 0
-    # 100 emptied buckets left their keys in the heap; it was rebuilt on the way.
-    assert timers["timer_heap_keys"] <= 65
+    # Every round filed its jobs in new buckets (at least one), and left their keys in
+    # the heap once emptied: 100 keys or more, had the heap not been rebuilt on the way
+    # (whenever it holds over twice the live buckets + 64 keys).
+    assert timers["timer_heap_keys"] < 100
     assert node.info("memory")["used_memory"] <= used_before + 10_000
