@@ -9,7 +9,9 @@ with Client("127.0.0.1:7711", "127.0.0.1:7712") as client:
         client.ack(job.id)
 """
 
-from disque.client import Client, parse_address
+from disque.aio import AsyncClient
+from disque.client import Client
+from disque.commands import parse_address
 from disque.errors import (
     BadId,
     ConnectionLost,
@@ -25,8 +27,10 @@ from disque.errors import (
     ReplyError,
 )
 from disque.job import Job
+from disque.worker import Retry, Worker
 
 __all__ = [
+    "AsyncClient",
     "BadId",
     "Client",
     "ConnectionLost",
@@ -41,5 +45,7 @@ __all__ = [
     "OutOfMemory",
     "Paused",
     "ReplyError",
+    "Retry",
+    "Worker",
     "parse_address",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -77,6 +78,38 @@ def node(start_node) -> Node:
 def client(node: Node):
     with node.client() as c:
         yield c
+
+
+class ReferenceNode(Node):
+    """C Disque 1.0-rc1's own disque-server, where a test takes ours or the reference."""
+
+    def __init__(self, workdir: Path, binary: str) -> None:
+        super().__init__(workdir)
+        self.binary = binary
+
+    def command_line(self) -> list[str]:
+        return [self.binary, "--port", str(self.port), "--dir", str(self.dir)]
+
+
+@pytest.fixture
+def c_disque(tmp_path: Path) -> Iterator[Node]:
+    """A C Disque 1.0-rc1 node when DISQUE_REF_SERVER names its built disque-server
+    (make in its source tree builds src/disque-server); skipped otherwise."""
+    binary = os.environ.get("DISQUE_REF_SERVER")
+    if not binary:
+        pytest.skip("DISQUE_REF_SERVER (a built C Disque disque-server) not given")
+    node = ReferenceNode(tmp_path / "c-disque", binary)
+    node.start()
+    yield node
+    node.kill()
+
+
+@pytest.fixture(params=["ours", "C"])
+def either_node(request: pytest.FixtureRequest, start_node) -> Node:
+    """The test runs on our node, and on C Disque's when DISQUE_REF_SERVER is given."""
+    if request.param == "ours":
+        return start_node()
+    return request.getfixturevalue("c_disque")
 
 
 @pytest.fixture

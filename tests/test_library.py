@@ -6,13 +6,16 @@ goes away; jobs as objects; errors as classes carrying the node's message."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from pathlib import Path
 
 import pytest
 from nodes import ClusterOfNodes, Node, free_port, wait_for
 
 from disque import (
+    AsyncClient,
     BadId,
     Client,
     Job,
@@ -24,6 +27,7 @@ from disque import (
     ReplyError,
     parse_address,
 )
+from disque.locality import Locality
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -32,8 +36,8 @@ def addr(node: Node) -> str:
     return f"127.0.0.1:{node.port}"
 
 
-def test_a_job_round_trip_on_one_node(node: Node) -> None:
-    with Client(addr(node)) as client:
+def test_a_job_round_trip_on_one_node(either_node: Node) -> None:
+    with Client(addr(either_node)) as client:
         jid = client.add_job("emails", b"hello", retry=60)
         assert re.fullmatch(r"D-[0-9a-f]{8}-[A-Za-z0-9+/]{24}-[0-9a-f]{4}", jid)
         assert client.qlen("emails") == 1
@@ -50,8 +54,8 @@ def test_a_job_round_trip_on_one_node(node: Node) -> None:
         assert client.qstat("emails") is not None
 
 
-def test_options_reach_the_node(node: Node) -> None:
-    with Client(addr(node)) as client:
+def test_options_reach_the_node(either_node: Node) -> None:
+    with Client(addr(either_node)) as client:
         jid = client.add_job("q", "x", ttl=100, retry=10, delay=50)
         shown = client.show(jid)
         assert shown is not None
@@ -66,8 +70,8 @@ def test_options_reach_the_node(node: Node) -> None:
         assert sorted(client.jscan(queue="scan", count=7)) == sorted(ids)
 
 
-def test_errors_are_classes_with_the_node_s_message(node: Node) -> None:
-    with Client(addr(node)) as client:
+def test_errors_are_classes_with_the_node_s_message(either_node: Node) -> None:
+    with Client(addr(either_node)) as client:
         with pytest.raises(NoRepl, match="^NOREPL "):
             client.add_job("q", "x", replicate=3)
         client.add_job("short", "x")
@@ -82,7 +86,7 @@ def test_errors_are_classes_with_the_node_s_message(node: Node) -> None:
         with pytest.raises(ReplyError) as err:
             client.execute("NOSUCHCOMMAND")
         assert err.value.code == "ERR" and str(err.value).startswith("ERR unknown command")
-        node.call("CONFIG", "SET", "maxmemory", "1")
+        either_node.call("CONFIG", "SET", "maxmemory", "1")
         with pytest.raises(OutOfMemory, match="^OOM command not allowed"):
             client.add_job("q", "x")
 
@@ -158,3 +162,57 @@ def test_the_readme_example_runs(node: Node) -> None:
     scope: dict[str, object] = {}
     exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 (our own README)
     assert scope["done"] == [b'{"to": "ada@example.com"}']
+
+
+def test_the_async_client_does_what_the_client_does(cluster3: ClusterOfNodes) -> None:
+    async def scenario() -> None:
+        first = cluster3[0]
+        async with AsyncClient(addr(first)) as client:
+            jid = await client.add_job("aq", b"hello", retry=60, replicate=3)
+            [job] = await client.get_job("aq", timeout=1000, with_counters=True)
+            assert job == Job(jid, "aq", b"hello")
+            assert [q async for q in client.qscan()] == ["aq"]
+            assert [j async for j in client.jscan(queue="aq")] == [jid]
+            assert await client.nack(jid) == 1 and await client.qlen("aq") == 1
+            with pytest.raises(BadId):
+                await client.ack("not-an-id")
+            # -LEAVING: the client moves, as the synchronous one does.
+            first.call("CLUSTER", "LEAVING", "yes")
+            assert await client.get_job("other", timeout=100) == []
+            assert client.address != ("127.0.0.1", first.port)
+            assert await client.ack(jid) == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_consumer_follows_its_producers(cluster3: ClusterOfNodes) -> None:
+    """Jobs made on node 0, a consumer connected to node 1 with follow_producers:
+    once most of what it received came from node 0, it moves there, once."""
+    producer_node, consumer_node = cluster3[0], cluster3[1]
+    with Client(addr(producer_node)) as producer:
+        ids = {producer.add_job("made-on-0", f"{i}", replicate=1, retry=60) for i in range(80)}
+    received: set[str] = set()
+    deadline = time.monotonic() + 30
+    with Client(addr(consumer_node), follow_producers=True) as consumer:
+        while len(received) < len(ids) and time.monotonic() < deadline:
+            jobs = consumer.get_job("made-on-0", timeout=1000, count=10)
+            consumer.ack(*(job.id for job in jobs))
+            received.update(job.id for job in jobs)
+        assert consumer.address == ("127.0.0.1", producer_node.port)
+        assert consumer.locality is not None and consumer.locality.moves == 1
+    assert received == ids
+
+
+def test_locality_moves_only_on_a_clear_majority_and_not_twice_in_a_row() -> None:
+    locality = Locality(window=100, share=0.75, min_jobs=20, cooldown=60)
+    locality.observe(["aaaaaaaa"] * 19)
+    assert locality.suggest("bbbbbbbb-node") is None  # too few jobs yet
+    locality.observe(["aaaaaaaa"])
+    assert locality.suggest("aaaaaaaa-node") is None  # already there
+    assert locality.suggest("bbbbbbbb-node") == "aaaaaaaa"
+    locality.moved()
+    locality.observe(["cccccccc"] * 50)
+    assert locality.suggest("aaaaaaaa-node") is None  # within the cooldown
+    mixed = Locality(window=100, share=0.75, min_jobs=20, cooldown=0)
+    mixed.observe(["aaaaaaaa", "cccccccc"] * 30)
+    assert mixed.suggest("bbbbbbbb-node") is None  # no clear majority: stay

@@ -1,0 +1,23 @@
+"""Prometheus metrics of a worker (``disque-worker --metrics-port``): jobs
+processed, failed, retried and dead-lettered, and handler seconds, by queue."""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+
+
+class WorkerMetrics:
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(f"disque_worker_jobs_{name}", doc, ["queue"], registry=registry)
+
+        self.processed = counter("processed", "Jobs handled and acknowledged")
+        self.failed = counter("failed", "Handler runs that raised")
+        self.retried = counter("retried", "Failed jobs queued again (NACK)")
+        self.dead_lettered = counter("dead_lettered", "Jobs moved to a dead-letter queue")
+        self.handler_seconds = Histogram(
+            "disque_worker_handler_seconds",
+            "Time spent in handlers",
+            ["queue"],
+            registry=registry,
+        )
