@@ -96,6 +96,8 @@ from single_node import (  # noqa: E402
     sigterm_as_interrupt,
 )
 
+from disque.protocol import PRIORITY_OK, flat_info, parse_hello  # noqa: E402
+
 # ours: this checkout's node as installed (compiled by mypyc when built so); pure:
 # the same sources run as plain Python (--no-pure leaves it out); C: Disque 1.0-rc1.
 KINDS = ("ours", "pure", "C")
@@ -172,8 +174,8 @@ def start_reference(ref_bin: Path, tmp: Path, name: str, extra: Sequence[str] = 
 def hello_mesh(nodes: Sequence[Server]) -> bool:
     """Does every node's HELLO list all the nodes, each with priority 1 (linked, not failing)?"""
     for node in nodes:
-        listed = command(node.port, "HELLO")[2:]
-        if len(listed) != len(nodes) or any(int(entry[3]) != 1 for entry in listed):
+        listed = parse_hello(command(node.port, "HELLO")).nodes
+        if len(listed) != len(nodes) or any(n.priority != PRIORITY_OK for n in listed):
             return False
     return True
 
@@ -209,15 +211,12 @@ def both(
         yield nodes
 
 
-def info_value(info: str, name: str) -> str:
-    for line in str(info).splitlines():
-        if line.startswith(f"{name}:"):
-            return line.split(":", 1)[1].strip()
-    raise BenchError(f"no {name} in INFO:\n{info}")
-
-
 def info_field(node: Server, section: str, name: str) -> str:
-    return info_value(command(node.port, "INFO", section), name)
+    info = command(node.port, "INFO", section)
+    value = flat_info(info).get(name)
+    if value is None:
+        raise BenchError(f"no {name} in INFO:\n{info}")
+    return value
 
 
 def registered_jobs(node: Server) -> int:
@@ -467,7 +466,7 @@ def unknown_ack(node: Server) -> str:
     reply, info = in_one_write(
         node, ("ACKJOB", UNKNOWN_ID.replace("__rand_int__", "0" * 12)), ("INFO", "jobs")
     )
-    jobs = int(info_value(info, "registered_jobs"))
+    jobs = int(flat_info(info)["registered_jobs"])
     flush_all([node])
     return f"replies {reply}, {jobs} job{'s' if jobs != 1 else ''} registered just after"
 

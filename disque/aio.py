@@ -35,7 +35,7 @@ from disque.commands import (
 )
 from disque.errors import DisqueError, NoAuth, NoNodeAvailable
 from disque.job import Job
-from disque_common.client import Hello, connect_async, info_numbers, parse_hello, parse_info, text
+from disque.protocol import Hello, connect_async, info_numbers, parse_hello, parse_info, text
 
 if TYPE_CHECKING:
     import redis.asyncio as aredis

@@ -44,7 +44,7 @@ from disque.commands import (
 )
 from disque.errors import DisqueError, NoAuth, NoNodeAvailable
 from disque.job import Job
-from disque_common.client import Hello, connect, info_numbers, parse_hello, parse_info, text
+from disque.protocol import Hello, connect, info_numbers, parse_hello, parse_info, text
 
 
 class Client(ClientBase):

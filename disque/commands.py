@@ -14,8 +14,8 @@ import redis
 from disque.errors import ConnectionLost, DisqueError, Leaving, NoAuth, reply_error
 from disque.job import Job
 from disque.locality import Locality
-from disque_common.client import Hello, Node, by_priority, text
-from disque_common.tls import TLS
+from disque.protocol import Hello, Node, by_priority, text
+from disque.tls import TLS
 
 DEFAULT_NODE = "127.0.0.1:7711"
 MAX_MOVES = 3  # nodes tried for one command before NoNodeAvailable

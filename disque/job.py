@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from disque_common.client import text
+from disque.protocol import text
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,7 @@ from disque.client import Client
 from disque.errors import BadId, ConnectionLost, DisqueError
 from disque.job import Job
 from disque.locality import Locality
-from disque_common.tls import TLS
+from disque.tls import TLS
 
 log = logging.getLogger("disque.worker")
 

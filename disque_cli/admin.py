@@ -18,11 +18,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
+from disque.protocol import flat_info
 from disque_cli.connection import Disconnected, Session
 from disque_cli.options import CLUSTER_VERBS, ClusterVerb, cluster_verb
 from disque_cli.render import Mode
 from disque_cli.replies import ErrorReply
-from disque_common.client import flat_info
 
 if TYPE_CHECKING:
     from disque_cli.main import Config

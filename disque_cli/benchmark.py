@@ -33,6 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from disque.protocol import PRIORITY_FAILING, HelloError, parse_hello
 from disque_cli import DEFAULT_HOST, DEFAULT_PORT, __version__
 from disque_cli.bench_hist import Histogram
 from disque_cli.bench_report import Display, Snapshot, json_summary, text_summary
@@ -46,7 +47,6 @@ from disque_cli.bench_worker import (
     run_loop,
     run_worker,
 )
-from disque_common.client import PRIORITY_FAILING, HelloError, parse_hello
 
 PROG = "disque-benchmark"
 DEFAULT_JOBS = 100_000

@@ -26,12 +26,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from disque.protocol import HelloError, flat_info, parse_hello
+from disque.tls import TLS, closed_hint
 from disque_cli.connection import Disconnected, Endpoint, Session
 from disque_cli.options import OUTPUT_FLAGS, ClusterVerb
 from disque_cli.render import Mode, dumps
 from disque_cli.replies import ErrorReply, Reply
-from disque_common.client import HelloError, flat_info, parse_hello
-from disque_common.tls import TLS, closed_hint
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from disque.protocol import flat_info
 from disque_cli.cluster import (
     CLOSED,
     ID_PREFIX,
@@ -43,7 +44,6 @@ from disque_cli.cluster import (
 )
 from disque_cli.render import Mode
 from disque_cli.replies import ErrorReply
-from disque_common.client import flat_info
 
 USAGE = "leave host:port [--yes] [--shutdown] [--timeout SECS]"
 POLL = 0.2  # seconds between INFO polls while draining

@@ -21,9 +21,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from disque.tls import TLS, handshake_failure
 from disque_cli import DEFAULT_HOST, DEFAULT_PORT
 from disque_cli.replies import ErrorReply, Reply, TypedParser
-from disque_common.tls import TLS, handshake_failure
 
 Arg = str | bytes | int | float
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import click
 
+from disque.tls import TLS, TLSError
 from disque_cli import __version__
 from disque_cli.connection import BadURI, Disconnected, Endpoint, Session, parse_uri
 from disque_cli.options import EXAMPLES, OPTIONS, SECTIONS
 from disque_cli.render import Mode, RenderOptions
 from disque_cli.runner import Outcome, Runner
-from disque_common.tls import TLS, TLSError
 
 AUTH_WARNING = (
     "Warning: Using a password with '-a' or '-u' option on the command line "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from disque_common.tls import TLS_OPTIONS
+from disque.tls import TLS_OPTIONS
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from disque.protocol import HelloError, info_numbers, parse_hello, parse_info
 from disque_cli.replies import Double, ErrorReply, Map, Push, Reply, RespSet, Status, Verbatim
-from disque_common.client import HelloError, info_numbers, parse_hello, parse_info
 
 
 class Mode(StrEnum):

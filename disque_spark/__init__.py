@@ -99,7 +99,7 @@ def session(
     return spark
 
 
-SHIPPED_PACKAGES = ("disque_spark", "disque_common")  # disque_common: the TLS settings
+SHIPPED_PACKAGES = ("disque_spark", "disque")  # disque: connections, HELLO and TLS settings
 
 
 def ship_package(spark: SparkSession) -> str:

@@ -1,6 +1,6 @@
 """Talking to Disque nodes from Spark tasks: seeds, HELLO, connections, JSCAN.
 
-Everything here is plain redis-py (RESP2) through ``disque_common.client`` so
+Everything here is plain redis-py (RESP2) through ``disque.protocol`` so
 it runs in any Python worker that can import ``redis``; nothing keeps a socket
 between calls unless the caller holds the returned client.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 import redis
 
-from disque_common import client
-from disque_common.client import Node, by_priority
-from disque_common.tls import TLS, handshake_failure
+from disque import protocol as client
+from disque.protocol import Node, by_priority
+from disque.tls import TLS, handshake_failure
 
 DEFAULT_NODES = "127.0.0.1:7711"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from disque_common.tls import TLS, TLSError
+from disque.tls import TLS, TLSError
 from disque_spark.client import DisqueError
 
 

@@ -25,7 +25,7 @@ import redis
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from disque_common.client import Node
+from disque.protocol import Node
 from disque_spark.client import (
     DisqueError,
     connect,

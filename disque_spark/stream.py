@@ -87,7 +87,7 @@ import redis
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from disque_common.client import PRIORITY_FAILING, PRIORITY_LEAVING, Node, by_priority
+from disque.protocol import PRIORITY_FAILING, PRIORITY_LEAVING, Node, by_priority
 from disque_spark.client import (
     DisqueError,
     connect,

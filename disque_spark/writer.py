@@ -30,7 +30,7 @@ import redis
 from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, StringType, StructType
 
-from disque_common.client import Node
+from disque.protocol import Node
 from disque_spark.client import DisqueError, connect_best, parse_seeds
 from disque_spark.options import _opt, _opt_bool, _opt_int, _opt_tls
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import redis
 
-from disque_common.client import parse_hello
+from disque.protocol import parse_hello
 from disque_tui.poller import Poller
 
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import redis
 from redis.exceptions import RedisError
 
-from disque_common.client import HelloError, connect, parse_hello
-from disque_common.tls import TLS, TLS_OPTIONS, TLSError, closed_hint, handshake_failure
+from disque.protocol import HelloError, connect, parse_hello
+from disque.tls import TLS, TLS_OPTIONS, TLSError, closed_hint, handshake_failure
 
 if TYPE_CHECKING:
     from disque_tui.poller import Poller
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
-    """`disque`'s --tls --cacert --cert --key --insecure (disque_common.tls)."""
+    """`disque`'s --tls --cacert --cert --key --insecure (disque.tls)."""
     for opt in TLS_OPTIONS:
         if opt.takes_file:
             parser.add_argument(

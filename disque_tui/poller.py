@@ -28,7 +28,7 @@ from typing import Any
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
-from disque_common.tls import TLS, handshake_failure
+from disque.tls import TLS, handshake_failure
 from disque_tui import queries
 from disque_tui.queries import NodeReport
 from disque_tui.snapshot import (

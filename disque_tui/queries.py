@@ -4,7 +4,7 @@ The poller talks to nodes only through the functions here, so the wire
 vocabulary of the dashboard reads in one place. Replies arrive raw (bytes,
 ints, nested lists: redis-py's response callbacks are switched off) and are
 turned into plain Python values by the `parse_*` functions, which are pure and
-tested without sockets; HELLO and INFO are read by `disque_common.client`, as
+tested without sockets; HELLO and INFO are read by `disque.protocol`, as
 in every tool of the project.
 """
 
@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 
 import redis.asyncio as aredis
 
-from disque_common.client import Hello, connect_async, flat_info, parse_hello, text
-from disque_common.tls import TLS
+from disque.commands import pairs
+from disque.protocol import Hello, connect_async, flat_info, parse_hello, text
+from disque.tls import TLS
 
 # ---------------------------------------------------------------------------
 # Low level: connections and reply values
@@ -54,10 +55,9 @@ def integer(value: Any, default: int = 0) -> int:
 
 
 def parse_flat(reply: list | None) -> dict[str, Any]:
-    """A flat key/value array (QSTAT, SHOW) as a dict keyed by str."""
-    if not reply:
-        return {}
-    return {text(k): v for k, v in zip(reply[::2], reply[1::2], strict=False)}
+    """A flat key/value array (QSTAT, SHOW) as a dict keyed by str ({} for nil):
+    the disque package's reading of it."""
+    return pairs(reply) or {}
 
 
 # ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from disque_common.client import Node, by_priority  # noqa: E402
+from disque.protocol import Node, by_priority  # noqa: E402
 from disque_spark.client import (  # noqa: E402
     DisqueError,
     hello_nodes,

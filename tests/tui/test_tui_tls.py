@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from tui_live import SIZE, cell, live_app, row_keys, run, wait_until
 
-from disque_common.tls import TLS
+from disque.tls import TLS
 from disque_tui.queue_detail import QueueDetailScreen
 
 pytestmark = pytest.mark.timeout(60)

@@ -10,7 +10,7 @@ from typing import Any
 from rich.text import Text
 from textual.pilot import Pilot
 
-from disque_common.tls import TLS
+from disque.tls import TLS
 from disque_tui.app import DisqueTUI
 from disque_tui.poller import Poller, PollerThread
 from disque_tui.table import SnapshotTable

@@ -1,7 +1,8 @@
-"""disque_common.client, the one place the tools read HELLO and INFO: the
-parsers on replies as Disque 1.0-rc1 sends them, node priority, and checks
-that the tools keep to it (one definition of each parser; the dashboard and
-the Spark connector never import the CLI)."""
+"""disque.protocol (in the `disque` package applications use), the one place
+the tools read HELLO and INFO: the parsers on replies as Disque 1.0-rc1 sends
+them, node priority, and checks that the tools keep to it (one definition of
+each parser, and every tool that sends HELLO reads it with parse_hello; the
+dashboard and the Spark connector never import the CLI)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from disque_common.client import (
+from disque.protocol import (
     HelloError,
     Node,
     by_priority,
@@ -21,7 +22,7 @@ from disque_common.client import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ("disque_cli", "disque_tui", "disque_spark", "disque_common")
+TOOLS = ("disque_cli", "disque_tui", "disque_spark", "disque_common", "disque", "bench")
 
 HELLO = [
     1,
@@ -116,9 +117,9 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("package", ["disque_tui", "disque_spark", "disque_common"])
+@pytest.mark.parametrize("package", ["disque_tui", "disque_spark", "disque_common", "disque"])
 def test_no_tool_but_the_cli_imports_the_cli(package: str) -> None:
-    """The dashboard and the Spark connector share code through disque_common only."""
+    """The dashboard and the Spark connector share code through the disque package."""
     offenders = {
         f"{path.relative_to(ROOT)}: {module}"
         for path in package_files(package)
@@ -129,10 +130,10 @@ def test_no_tool_but_the_cli_imports_the_cli(package: str) -> None:
 
 
 def test_hello_and_info_are_parsed_once() -> None:
-    """The parsers are defined in disque_common/client.py and nowhere else; and
+    """The parsers are defined in disque/protocol.py and nowhere else; and
     the marks of parsing HELLO (its node entries, `reply[2:]`) or INFO (its section
     headers, `startswith("#")`) appear nowhere else in the tools."""
-    home = ROOT / "disque_common" / "client.py"
+    home = ROOT / "disque" / "protocol.py"
     parsers = {"parse_hello", "parse_info", "flat_info", "info_value"}
     definitions = [
         (path, node.name)
@@ -151,3 +152,57 @@ def test_hello_and_info_are_parsed_once() -> None:
         if mark in path.read_text()
     ]
     assert not elsewhere, elsewhere
+
+
+def sends_hello(call: ast.Call) -> bool:
+    """A call with the command HELLO among its arguments (HELLO 3, a protocol switch
+    whose reply is not read, aside)."""
+    args = [a.value for a in call.args if isinstance(a, ast.Constant)]
+    return "HELLO" in args and "3" not in args
+
+
+def called_names(node: ast.AST) -> set[str]:
+    names = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            func = call.func
+            names.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    return names
+
+
+def hello_readers(path: Path, root: Path = ROOT) -> list[str]:
+    """The functions of path that send HELLO and do not read the reply with
+    parse_hello (themselves, or through a function of the module that does)."""
+    tree = ast.parse(path.read_text(), str(path))
+    functions = [
+        fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    readers = {"parse_hello"} | {fn.name for fn in functions if "parse_hello" in called_names(fn)}
+    return [
+        f"{path.relative_to(root)}:{fn.lineno} {fn.name}"
+        for fn in functions
+        if any(isinstance(c, ast.Call) and sends_hello(c) for c in ast.walk(fn))
+        and not readers & called_names(fn)
+    ]
+
+
+def test_every_tool_reads_hello_with_parse_hello() -> None:
+    """The CLI, the dashboard, the benchmarks and the Spark source send HELLO and
+    read it through the disque package: a second HELLO parser fails here."""
+    offenders = [
+        where
+        for path in package_files(*TOOLS)
+        if path != ROOT / "disque" / "protocol.py"
+        for where in hello_readers(path)
+    ]
+    assert not offenders, offenders
+
+
+def test_a_second_hello_parser_is_found(tmp_path: Path) -> None:
+    tool = tmp_path / "tool.py"
+    tool.write_text(
+        "def nodes(conn):\n"
+        "    reply = conn.execute_command('HELLO')\n"
+        "    return [entry[1] for entry in reply[2:]]\n"
+    )
+    assert hello_readers(tool, tmp_path) == ["tool.py:1 nodes"]

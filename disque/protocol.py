@@ -26,7 +26,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from disque_common.tls import TLS
+from disque.tls import TLS
 
 if TYPE_CHECKING:
     import redis.asyncio as aredis
