@@ -46,13 +46,16 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from disque.client import Client
 from disque.errors import BadId, ConnectionLost, DisqueError
 from disque.job import Job
 from disque.locality import Locality
 from disque.tls import TLS
+
+if TYPE_CHECKING:
+    from disque.metrics import WorkerMetrics
 
 log = logging.getLogger("disque.worker")
 
@@ -141,7 +144,7 @@ class Worker:
         self.routes: dict[str, Route] = {}
         self.only: list[str] | None = None  # run these queues only (disque-worker --queues)
         self.monitors: list[tuple[float, Callable[[dict[str, int]], None]]] = []
-        self.metrics: Any = None  # a disque.metrics.WorkerMetrics when asked for
+        self.metrics: WorkerMetrics | None = None  # Prometheus counters, when asked for
         self.nack_delay = True  # False once a node refused NACK ... DELAY
         self.running: dict[str, Running] = {}
         self.abandoned: set[str] = set()  # NACKed at the end of the grace period
@@ -323,7 +326,8 @@ class Worker:
             return
         attempts = job.nacks + job.additional_deliveries + 1
         error = f"{type(exc).__name__}: {exc}"
-        self.count("failed", job.queue)
+        if not isinstance(exc, Retry):  # (asked for, not failed)
+            self.count("failed", job.queue)
         if route.dead_letter is not None and attempts >= route.max_attempts:
             self.bury(route.dead_letter, job, attempts, error)
             return

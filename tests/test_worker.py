@@ -5,18 +5,20 @@ with WORKING, SIGTERM, a node killed or leaving under a running worker."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from nodes import ClusterOfNodes, Node, wait_for
+from nodes import ClusterOfNodes, Node, free_port, wait_for
 
 from disque import Client, ConnectionLost, Job, NoNodeAvailable, Retry, Worker
 from disque.worker import backoff
@@ -358,3 +360,53 @@ def test_against_c_disque_a_job_round_trip(c_disque: Node) -> None:
         assert job == Job(jid, "emails", b"hello")
         assert client.ack(jid) == 1
         assert client.get_job("emails", nohang=True) == []
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_the_readme_worker_example_runs_with_metrics(
+    tmp_path: Path, cluster3: ClusterOfNodes
+) -> None:
+    """The README's app.py, on this test's cluster, run by disque-worker with
+    --metrics-port: its jobs are handled, and Prometheus counts them."""
+    section = README.read_text().split("### Workers", 1)[1]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    for i, node in enumerate(cluster3):
+        code = code.replace(f"127.0.0.1:{7711 + i}", addr(node))
+    (tmp_path / "app.py").write_text(code)
+    metrics_port = free_port()
+    proc = subprocess.Popen(
+        [str(BIN / "disque-worker"), "app:worker", "--metrics-port", str(metrics_port)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        with Client(addr(cluster3[1])) as client:
+            ids = [client.add_job("emails", f"mail {i}", retry=5) for i in range(3)]
+            wait_for(
+                lambda: all(client.show(jid) is None for jid in ids),
+                timeout=20,
+                message="the README worker's jobs acknowledged",
+            )
+
+        def processed() -> float:
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as page:
+                text = page.read().decode()
+            line = 'disque_worker_jobs_processed_total{queue="emails"} '
+            return float(text.split(line, 1)[1].split("\n", 1)[0]) if line in text else 0.0
+
+        wait_for(lambda: processed() == 3.0, timeout=10, message="3 jobs in the metrics")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert sorted(line for line in out.splitlines() if line.startswith("sending")) == [
+        "sending mail 0",
+        "sending mail 1",
+        "sending mail 2",
+    ]
