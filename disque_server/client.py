@@ -244,11 +244,12 @@ class Client:
             return
         if (
             self.reading_paused
+            and not self.writing_paused
             and self.transport is not None
             and self.transport.get_write_buffer_size() < OUTPUT_HIGH_WATER
         ):
-            # Paused for the input kept while blocked; stay paused if the
-            # client still does not read its replies (resume_writing resumes).
+            # Paused for the input kept while blocked; stay paused while the
+            # client does not read its replies (resume_writing resumes).
             self.reading_paused = False
             self.transport.resume_reading()
         self.process_input()
