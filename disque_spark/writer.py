@@ -6,24 +6,32 @@ The DataFrame needs a ``body`` column (string or binary); an optional
 ``queue`` column (string) overrides the ``queue`` option per row. Only
 ``mode("append")`` is supported. Options, besides the common ones (see
 :mod:`disque_spark.options`): ``replicate retry ttl delay maxlen async``
-(ADDJOB's), ``timeout`` (ADDJOB's, in ms, default 10000) and ``batchSize``.
+(ADDJOB's), ``timeout`` (ADDJOB's, in ms, default 10000), ``batchSize`` and
+``concurrency``.
 
-Every task connects to one node chosen by HELLO (seeds tried in random
-order, the lowest priority wins, ties broken at random so tasks spread
-over the cluster) and pipelines ``ADDJOB`` (``batchSize`` per round trip,
-default 500). ``-LEAVING`` makes it reconnect elsewhere and resend only the
+Every task opens ``concurrency`` connections (default 16), each to a node
+chosen by HELLO (seeds tried in random order, the lowest priority wins, ties
+broken at random so connections spread over the cluster), and pipelines
+``ADDJOB`` on each (``batchSize`` per round trip, default 100), all of them
+at once. Several connections are what makes a synchronous write fast: a node
+runs a client's next ADDJOB only once the previous one is replicated, so one
+connection is one bus round trip per job, whatever its pipeline.
+``-LEAVING`` makes a connection reconnect elsewhere and resend only the
 refused rows; any other error fails the task with
 ``disque: ADDJOB failed after N rows were added: <error>`` where N counts
 every job the task created (a batch is pipelined, so rows after the failing
-one in the same batch may have been added too). Jobs already added stay:
-Disque has no transactions.
+one in the same batch may have been added too; and the other connections'
+batches in flight finish first). Jobs already added stay: Disque has no
+transactions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import redis
@@ -38,7 +46,8 @@ log = logging.getLogger("disque_spark")
 
 ADDJOB_NUMERIC = ("replicate", "retry", "ttl", "delay", "maxlen")
 DEFAULT_ADDJOB_TIMEOUT_MS = 10_000
-DEFAULT_WRITE_BATCH = 500
+DEFAULT_WRITE_BATCH = 100
+DEFAULT_WRITE_CONCURRENCY = 16  # connections per task: ADDJOBs in flight under replication
 
 
 def _as_bytes(value: Any, what: str) -> bytes:
@@ -80,6 +89,7 @@ class DisqueWriter(DataSourceWriter):
         self.tls = _opt_tls(options)
         self.timeout_ms = _opt_int(options, "timeout", DEFAULT_ADDJOB_TIMEOUT_MS)
         self.batch_size = _opt_int(options, "batchSize", DEFAULT_WRITE_BATCH, minimum=1)
+        self.concurrency = _opt_int(options, "concurrency", DEFAULT_WRITE_CONCURRENCY, minimum=1)
         tail: list[str] = []
         for name in ADDJOB_NUMERIC:
             value = _opt_int(options, name)
@@ -90,7 +100,7 @@ class DisqueWriter(DataSourceWriter):
         self.addjob_options = tail
 
     def write(self, iterator: Iterator[Any]) -> DisqueCommitMessage:
-        session = _AddjobSession(self)
+        sender = _ParallelSender(self)
         batch: list[tuple[str, bytes]] = []
         try:
             for row in iterator:
@@ -98,25 +108,20 @@ class DisqueWriter(DataSourceWriter):
                 if queue is None:
                     queue = self.queue
                 if queue is None:
-                    raise DisqueError(
-                        f"disque: ADDJOB failed after {session.added} rows were added: "
-                        "a row has a null 'queue' and no option 'queue' is set"
-                    )
+                    sender.fail("a row has a null 'queue' and no option 'queue' is set")
                 body = row["body"]
                 if body is None:
-                    raise DisqueError(
-                        f"disque: ADDJOB failed after {session.added} rows "
-                        "were added: a row has a null 'body'"
-                    )
+                    sender.fail("a row has a null 'body'")
                 batch.append((queue, _as_bytes(body, "column 'body'")))
                 if len(batch) >= self.batch_size:
-                    session.send(batch)
+                    sender.submit(batch)
                     batch = []
             if batch:
-                session.send(batch)
+                sender.submit(batch)
+            sender.finish()
         finally:
-            session.close()
-        return DisqueCommitMessage(session.added, session.node.id if session.node else None)
+            sender.close()
+        return DisqueCommitMessage(sender.tally.added, sender.first_node())
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.added for m in messages if isinstance(m, DisqueCommitMessage))
@@ -132,20 +137,98 @@ class DisqueWriter(DataSourceWriter):
         )
 
 
-class _AddjobSession:
-    """A task's connection: pipelined ADDJOBs, -LEAVING followed to another node."""
+class _Tally:
+    """The jobs a task's connections added, counted across their threads."""
 
-    MAX_RECONNECTS = 8
+    def __init__(self) -> None:
+        self.added = 0
+        self.lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        with self.lock:
+            self.added += n
+
+
+class _WriteFailed(DisqueError):
+    """A connection's failure; the task reports it with the task's own count."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _ParallelSender:
+    """A task's connections: batches go to whichever is free, at most
+    ``concurrency`` at once (one thread per connection), two more waiting."""
 
     def __init__(self, writer: DisqueWriter) -> None:
         self.w = writer
-        self.added = 0
+        self.tally = _Tally()
+        self.local = threading.local()
+        self.sessions: list[_AddjobSession] = []
+        self.pool = ThreadPoolExecutor(writer.concurrency, thread_name_prefix="disque-write")
+        self.in_flight: set[Future[None]] = set()
+
+    def session(self) -> _AddjobSession:
+        session: _AddjobSession | None = getattr(self.local, "session", None)
+        if session is None:
+            session = self.local.session = _AddjobSession(self.w, self.tally)
+            self.sessions.append(session)
+        return session
+
+    def send(self, batch: list[tuple[str, bytes]]) -> None:
+        self.session().send(batch)
+
+    def submit(self, batch: list[tuple[str, bytes]]) -> None:
+        while len(self.in_flight) >= self.w.concurrency + 2:
+            done, self.in_flight = wait(self.in_flight, return_when=FIRST_COMPLETED)
+            self.check(done)
+        self.in_flight.add(self.pool.submit(self.send, batch))
+
+    def finish(self) -> None:
+        done, _ = wait(self.in_flight)
+        self.in_flight = set()
+        self.check(done)
+
+    def check(self, done: set[Future[None]]) -> None:
+        """The first failure among finished batches fails the task, once the batches
+        still in flight are done (so that the count it gives is final)."""
+        errors = [f.exception() for f in done if f.exception() is not None]
+        if errors:
+            wait(self.in_flight)
+            error = errors[0]
+            reason = error.reason if isinstance(error, _WriteFailed) else str(error)
+            self.fail(reason)
+
+    def fail(self, reason: str) -> None:
+        wait(self.in_flight)
+        raise DisqueError(
+            f"disque: ADDJOB failed after {self.tally.added} rows were added: {reason}"
+        )
+
+    def first_node(self) -> str | None:
+        return next((s.node.id for s in self.sessions if s.node is not None), None)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        for session in self.sessions:
+            session.close()
+
+
+class _AddjobSession:
+    """One connection: pipelined ADDJOBs, -LEAVING followed to another node."""
+
+    MAX_RECONNECTS = 8
+
+    def __init__(self, writer: DisqueWriter, tally: _Tally) -> None:
+        self.w = writer
+        self.tally = tally
         self.client: redis.Redis | None = None
         self.node: Node | None = None
         self.excluded: set[str] = set()
 
     def _fail(self, error: str) -> DisqueError:
-        return DisqueError(f"disque: ADDJOB failed after {self.added} rows were added: {error}")
+        return _WriteFailed(error)
 
     def _connect(self) -> None:
         self.close()
@@ -178,15 +261,16 @@ class _AddjobSession:
                     "been added too"
                 ) from None
             leaving: list[tuple[str, bytes]] = []
-            first_error, failed = None, 0
+            first_error, failed, added = None, 0, 0
             for item, reply in zip(pending, replies, strict=True):
                 if not isinstance(reply, Exception):
-                    self.added += 1
+                    added += 1
                 elif str(reply).startswith("LEAVING"):
                     leaving.append(item)
                 else:
                     failed += 1
                     first_error = first_error or str(reply)
+            self.tally.add(added)
             if first_error is not None:
                 extra = f" ({failed} rows of the last batch were refused)" if failed > 1 else ""
                 raise self._fail(f"{first_error}{extra}")

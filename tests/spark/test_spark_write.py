@@ -143,3 +143,45 @@ def test_write_configuration_errors(spark, start_node):
             "append"
         ).save()
     assert node.call("QLEN", "q") == 0
+
+
+@pytest.mark.timeout(180)
+def test_a_node_killed_mid_write_fails_it_with_the_rows_added(spark, start_cluster):
+    """REPLICATE 3 on 3 nodes, several connections a task, a node killed mid-write:
+    the write fails naming the rows added, which are all there, and no row was
+    added twice (the writer resends only rows a node refused with -LEAVING)."""
+    import re
+    import threading
+
+    from nodes import wait_for
+
+    cluster = start_cluster(3)
+    rows = 30000
+    df = spark.range(0, rows, numPartitions=2).select(F.col("id").cast("string").alias("body"))
+    victim = cluster[2]
+
+    def kill_when_started() -> None:
+        wait_for(lambda: victim.info("jobs")["registered_jobs"] > 1000, 60)
+        victim.kill()
+
+    killer = threading.Thread(target=kill_when_started, daemon=True)
+    killer.start()
+    with pytest.raises(Exception) as excinfo:
+        (
+            df.write.format("disque")
+            .option("nodes", seeds(cluster[0], cluster[1]))
+            .option("queue", "kq")
+            .option("replicate", "3")
+            .option("timeout", "2000")
+            .option("concurrency", "4")
+            .mode("append")
+            .save()
+        )
+    killer.join(timeout=10)
+    added = re.search(r"ADDJOB failed after (\d+) rows were added", str(excinfo.value))
+    assert added, str(excinfo.value)[-2000:]
+    bodies = [fields(flat)[b"body"] for node in cluster[:2] for flat in all_jobs(node, "kq")]
+    # Every job has a copy on both survivors (REPLICATE 3): count one node's.
+    on_first = [fields(flat)[b"body"] for flat in all_jobs(cluster[0], "kq")]
+    assert len(on_first) == len(set(on_first)), "a row was added twice"
+    assert int(added.group(1)) <= len(set(bodies)) < rows
