@@ -195,13 +195,11 @@ class _ParallelSender:
         still in flight are done (so that the count it gives is final)."""
         errors = [f.exception() for f in done if f.exception() is not None]
         if errors:
-            wait(self.in_flight)
             error = errors[0]
-            reason = error.reason if isinstance(error, _WriteFailed) else str(error)
-            self.fail(reason)
+            self.fail(error.reason if isinstance(error, _WriteFailed) else str(error))
 
     def fail(self, reason: str) -> None:
-        wait(self.in_flight)
+        wait(self.in_flight)  # (the batches still in flight count too)
         raise DisqueError(
             f"disque: ADDJOB failed after {self.tally.added} rows were added: {reason}"
         )
