@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import socket
 import time
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from disque_server import resp
@@ -150,8 +151,10 @@ class Client:
         client blocks or is closing; past RUN_BUDGET requests the rest waits for the
         next event-loop pass."""
         requests = self.requests
-        dispatch = self.server.dispatch
+        server = self.server
+        dispatch = server.dispatch
         budget = RUN_BUDGET
+        server.command_start = perf_counter()
         while (
             not self.blocked
             and not self.closing
@@ -160,7 +163,7 @@ class Client:
         ):
             budget -= 1
             if budget < 0:
-                self.server.loop.call_soon(self.resume)
+                server.loop.call_soon(self.resume)
                 return
             try:
                 argv = requests.next_request()

@@ -137,7 +137,6 @@ class Jobs:
         self.server = server
         self.by_id = JobIndex()
         # lookup(jid) -> Job | None: the index's own get, one call less per lookup
-        self.lookup = self.by_id.get
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
         self.unplaced: list[Job] = []  # awake time set since the last tick, not filed
@@ -148,6 +147,10 @@ class Jobs:
 
     def __len__(self) -> int:
         return len(self.by_id)
+
+    def lookup(self, jid: bytes) -> Job | None:
+        """The job of that ID, if this node knows it."""
+        return self.by_id.get(jid)
 
     def register(self, job: Job, schedule: bool = True) -> bool:
         """Add a job; ``schedule=False`` when the caller sets its timer right after."""

@@ -13,6 +13,12 @@ headers that could make it do so (an array inside a request, a huge count)
 are looked at before hiredis reads them (``feed_more``). A read of plain
 requests is fed whole: the checks cost one scan per read.
 
+Most requests come in the one form every client library sends: an array of
+bulk strings with plain numbers, whole in the read. ``next_plain`` parses that
+form itself, skipping each payload by its length, with no hiredis call and no
+scan; anything else (another form, a limit passed, a request the read cuts)
+goes the general way, through hiredis and its checks, from the same place.
+
 Telnet-style inline commands ("PING\\r\\n") are read too, on clients: at the
 start of a read, and after multibulk requests in the same read (hiredis
 refuses the line; ``recover_inline`` finds where it starts).
@@ -30,6 +36,7 @@ from disque_common.splitargs import SplitError, split_args
 from disque_server.resp import (
     AGGREGATE_TYPES,
     CUT,
+    DOLLAR,
     NESTED,
     RESP_TYPES,
     STAR,
@@ -47,6 +54,10 @@ PROTO_MAX_BULK_LEN: Final = 512 * 1024 * 1024
 SCAN_PENDING_MAX: Final = 1024 * 1024  # past this, follow the request header by header instead
 FOLLOW_MAX_REQUESTS: Final = 8  # ... or inside one after fewer requests than this
 NOT_BULK_STRINGS: Final = "expected a multibulk request of bulk strings"
+CR: Final = 13
+LF: Final = 10
+DIGIT_0: Final = 48
+DIGIT_9: Final = 57
 
 _BIG_LENGTH: Final = re.compile(rb"\$\d{9}")  # maybe over PROTO_MAX_BULK_LEN
 _PARSE_ERRORS: Final = (hiredis.ProtocolError, MemoryError, ValueError, TypeError)
@@ -89,6 +100,7 @@ class RequestReader:
         self.deferred_len = 0
         self.inline_buf = b""  # inline commands from inline_pos on
         self.inline_pos = 0
+        self.header_value = 0  # the number the last header read by plain_header holds
 
     # ---- bytes in ----------------------------------------------------------------
     def feed(self, data: bytes) -> None:
@@ -123,6 +135,10 @@ class RequestReader:
     def next_request(self) -> list[bytes] | None:
         """The next complete request (its arguments, at least one), or None when the
         input fed so far holds no more. Raises RequestError on a protocol error."""
+        if self.at_boundary and not self.inline_buf:
+            plain = self.next_plain()
+            if plain is not None:
+                return plain
         while True:
             if self.inline_buf:
                 if self.inline_buf[self.inline_pos] == STAR:  # back to multibulk requests
@@ -163,6 +179,63 @@ class RequestReader:
                 self.forget_pending()
             if request:
                 return request
+
+    def next_plain(self) -> list[bytes] | None:
+        """The next request, if the read holds all of it in the plain form: ``*N``
+        then N ``$L`` bulk strings, numbers in digits with no sign or leading zero, N
+        and L within the limits. None leaves the request to the general path (which
+        starts from the same place: nothing was consumed), whatever the reason."""
+        buf, pos = self.chunk, self.chunk_pos
+        if pos >= len(buf):
+            if not self.deferred:
+                return None
+            self.load_chunk()  # (at a boundary nothing is left of the read before)
+            buf, pos = self.chunk, 0
+        end = len(buf)
+        if buf[pos] != STAR:
+            return None
+        pos = self.plain_header(buf, pos + 1, end, self.max_count)
+        if pos < 0 or self.header_value == 0:
+            return None  # (an empty array is skipped by the general path)
+        count = self.header_value
+        max_bulk = self.max_bulk
+        argv: list[bytes] = []
+        while count > 0:
+            if pos >= end or buf[pos] != DOLLAR:
+                return None
+            pos = self.plain_header(buf, pos + 1, end, max_bulk)
+            if pos < 0:
+                return None
+            stop = pos + self.header_value
+            if stop + 2 > end or buf[stop] != CR or buf[stop + 1] != LF:
+                return None
+            argv.append(buf[pos:stop])
+            pos = stop + 2
+            count -= 1
+        self.chunk_pos = pos
+        return argv
+
+    def plain_header(self, buf: bytes, pos: int, end: int, limit: int) -> int:
+        """Read the number at buf[pos] up to its CRLF into ``header_value``: where the
+        header ends, or -1 if it is not plain (or not all here) or over the limit."""
+        value = 0
+        start = pos
+        while pos < end:
+            c = buf[pos]
+            if c == CR:
+                if pos == start or pos + 1 >= end or buf[pos + 1] != LF:
+                    return -1
+                if buf[start] == DIGIT_0 and pos > start + 1:
+                    return -1  # a leading zero: hiredis decides
+                self.header_value = value
+                return pos + 2
+            if c < DIGIT_0 or c > DIGIT_9:
+                return -1
+            value = value * 10 + c - DIGIT_0
+            if value > limit:
+                return -1
+            pos += 1
+        return -1
 
     def feed_more(self) -> bool:
         """Give hiredis the next piece of input: the rest of the read, or up to the next

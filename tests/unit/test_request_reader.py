@@ -95,6 +95,26 @@ def test_requests_pulled_later_come_out_in_order(case, later: int) -> None:
     assert out == hiredis_reads(stream)
 
 
+@pytest.mark.parametrize(
+    ("first", "plain"),
+    [
+        (b"*3\r\n$6\r\nACKJOB\r\n$1\r\n*\r\n$2\r\n\r\n\r\n", True),
+        (b"*2\r\n$6\r\nACKJOB\r\n$0\r\n\r\n", True),
+        (b"*1\r\n+PING\r\n", False),  # a simple string
+        (b"*2\r\n$4\r\nECHO\r\n+x\r\n", False),
+    ],
+)
+def test_plain_requests_are_read_without_hiredis(first: bytes, plain: bool) -> None:
+    """The plain form is parsed by the reader itself; hiredis, given the rest of the
+    read at once, holds the next request after the first."""
+    stream = first + b"*1\r\n$4\r\nPING\r\n"
+    reader = RequestReader()
+    reader.feed(stream)
+    assert reader.next_request() == hiredis_reads(stream)[0]
+    assert reader.at_boundary is plain
+    assert read_in_pieces(reader, b"", []) == hiredis_reads(stream)[1:]
+
+
 def test_inline_commands_before_between_and_after_multibulk_ones() -> None:
     stream = (
         b'PING\r\nSET "a b" c\n*1\r\n$4\r\nPING\r\nECHO x\r\n\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n'
