@@ -2,31 +2,38 @@
 
     spark.readStream.format("disque").option("queue", "q").load()
 
-GETJOB on the driver, ACKJOB once Spark commits the micro-batch, NACK of
-what never got committed when the query stops, and Trigger.AvailableNow.
-Options, besides the common ones (see :mod:`disque_spark.options`): ``queue``
-(comma-separated, required), ``batchSize`` (GETJOB COUNT, default 1000),
-``maxJobsPerTrigger`` (default batchSize), ``timeoutMs`` (default 100),
-``numPartitions`` (default 1).
+GETJOB in the executors' tasks (or on the driver), ACKJOB once Spark commits
+the micro-batch, NACK of what never got committed when the query stops, and
+Trigger.AvailableNow. Options, besides the common ones (see
+:mod:`disque_spark.options`): ``queue`` (comma-separated, required),
+``batchSize`` (GETJOB COUNT, default 1000), ``maxJobsPerTrigger`` (default
+batchSize), ``timeoutMs`` (default 100), ``numPartitions`` (default 1),
+``fetchOn`` (``executors``, the default, or ``driver``).
 
-GETJOB runs on the *driver*, inside ``latestOffset``: the stream reader
-lives in one long-lived Python process per query, so it can remember
-exactly which jobs it fetched. Each call takes up to ``maxJobsPerTrigger``
-jobs (Spark's read limit, ``ReadMaxRows``, on Spark >= 4.2) in rounds of
-``GETJOB NOHANG COUNT batchSize WITHCOUNTERS FROM q...`` over every node,
-another round only while some node gave all it was asked; when none has
-any, it blocks for ``timeoutMs`` on the best node (a blocked GETJOB lets
-Disque federation bring jobs over). The jobs fetched are kept in memory
-under a new offset ``{"run": <reader id>, "seq": k}``;
-``partitions(start, end)`` ships the jobs between the two offsets inside
-the input partitions, so executors never talk to Disque and a retried task
-yields the very same rows. ``commit(end)`` sends ``ACKJOB`` (to the node
-each job came from, any other node if it is gone) for every job up to
-``end``: only jobs of batches Spark committed are acknowledged.
+``fetchOn=executors``: ``latestOffset`` plans the next batch on the driver as
+so many jobs to take from each node, where QLEN says they are (up to
+``maxJobsPerTrigger``, Spark's read limit ``ReadMaxRows`` on Spark >= 4.2),
+``numPartitions`` tasks per node, under a new offset ``{"run": <reader id>,
+"seq": k}``; each task takes its jobs on its executor and leaves a receipt
+(:mod:`disque_spark.receipts`), from which a retried task yields the same
+rows and the driver learns what to acknowledge: ``commit(end)`` ACKs what
+the receipts of the batches up to ``end`` name, ``stop()`` NACKs those of
+batches never committed. An empty cluster: the driver looks again once after
+``timeoutMs``.
 
-Why not GETJOB on the executors: a task can run twice (retry,
-speculation) and would then fetch different jobs, and nothing would carry
-the IDs it fetched back to the driver to be acknowledged at commit.
+``fetchOn=driver``: GETJOB runs on the *driver*, inside ``latestOffset``: the
+stream reader lives in one long-lived Python process per query, so it can
+remember exactly which jobs it fetched. Each call takes up to
+``maxJobsPerTrigger`` jobs in rounds of ``GETJOB NOHANG COUNT batchSize
+WITHCOUNTERS FROM q...`` over every node, another round only while some node
+gave all it was asked; when none has any, it blocks for ``timeoutMs`` on the
+best node (a blocked GETJOB lets Disque federation bring jobs over). The jobs
+fetched are kept in memory under the new offset; ``partitions(start, end)``
+ships the jobs between the two offsets inside the input partitions, so
+executors never talk to Disque and a retried task yields the very same rows.
+``commit(end)`` sends ``ACKJOB`` (to the node each job came from, any other
+node if it is gone) for every job up to ``end``. Simple, but every GETJOB of
+the query runs in the driver's one Python process.
 
 Spark calls ``commit(end of batch N)`` only when it plans batch N+1. So
 while fetched jobs wait for their acknowledgement, ``latestOffset``
@@ -56,9 +63,9 @@ one that carries the last commit).
 
 ``trigger(availableNow=True)`` (Spark >= 4.2; the reader then mixes in
 ``SupportsTriggerAvailableNow``): ``prepareForTriggerAvailableNow`` records
-QLEN of each queue on each node as the target; the query reads, in batches
-of up to ``maxJobsPerTrigger``, at most that many jobs from that queue on
-that node (queues are in creation order, so those are the jobs present at
+QLEN of each queue on each node as the target; the query reads (plans, with
+executors), in batches of up to ``maxJobsPerTrigger``, at most that many jobs
+from that queue on that node (queues are in creation order, so those are the jobs present at
 start), with NOHANG only, and ends once every queue gave its count or ran
 dry (other consumers took the rest) and the last batch is acked. Jobs
 added later stay queued. Spark < 4.2 falls back to a single batch, and
@@ -96,6 +103,7 @@ from disque_spark.client import (
     parse_seeds,
 )
 from disque_spark.options import _opt, _opt_int, _opt_list, _opt_tls
+from disque_spark.receipts import Connection, FetchPartition, fetch, settle_all
 from disque_spark.schema import RowBuilder
 
 try:  # Spark >= 4.2: admission control (ReadLimit)
@@ -115,6 +123,7 @@ DEFAULT_STREAM_BATCH = 1000
 DEFAULT_STREAM_TIMEOUT_MS = 100
 NODE_REFRESH_SECONDS = 30.0
 ACK_CHUNK = 1000
+FETCH_ON = ("executors", "driver")
 
 
 class JobsPartition(InputPartition):
@@ -152,8 +161,8 @@ class AvailableNowTarget:
 
 
 class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type: ignore[misc]
-    """GETJOB on the driver in latestOffset, ACKJOB in commit, NACK in stop: see the
-    module docstring."""
+    """GETJOB planned in latestOffset and run in the tasks (or run on the driver there),
+    ACKJOB in commit, NACK in stop: see the module docstring."""
 
     def __init__(self, schema: StructType, options: dict[str, str]) -> None:
         self.build = RowBuilder(schema)
@@ -169,10 +178,18 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         self.max_per_trigger = _opt_int(options, "maxJobsPerTrigger", self.batch_size, minimum=1)
         self.timeout_ms = _opt_int(options, "timeoutMs", DEFAULT_STREAM_TIMEOUT_MS)
         self.num_partitions = _opt_int(options, "numPartitions", 1, minimum=1)
+        self.fetch_on = (_opt(options, "fetchOn") or FETCH_ON[0]).lower()
+        if self.fetch_on not in FETCH_ON:
+            raise DisqueError(
+                f"disque: option 'fetchOn' must be one of {', '.join(FETCH_ON)}, "
+                f"got {self.fetch_on!r}"
+            )
         self.run = uuid.uuid4().hex[:16]
         self.seq = 0
-        # Fetched, not yet acknowledged: [(seq, [job, ...]), ...] in seq order.
+        # Fetched by the driver, not yet acknowledged: [(seq, [job, ...]), ...] in order.
         self.pending: list[tuple[int, list[dict[str, Any]]]] = []
+        # Planned for the executors, not yet acknowledged: [(seq, [task, ...]), ...].
+        self.planned: list[tuple[int, list[FetchPartition]]] = []
         self._nodes: list[Node] = []
         self._clients: dict[str, redis.Redis] = {}
         self._refresh_at = 0.0
@@ -190,6 +207,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         state = dict(self.__dict__)
         state.update(
             pending=[],
+            planned=[],
             _nodes=[],
             _clients={},
             _refresh_at=0.0,
@@ -228,6 +246,8 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         ``latestOffset(start, limit)`` (Spark >= 4.2, admission control).
         """
         with self._working():
+            if self.fetch_on == "executors":
+                return self._plan_batch(start, self._jobs_wanted(limit))
             jobs = self._fetch(self._jobs_wanted(limit))
             if jobs:
                 self.seq += 1
@@ -240,6 +260,66 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             elif start is not None:
                 return start  # no new data: under AvailableNow, the query ends here
             return self._offset()
+
+    def _plan_batch(self, start: dict | None, wanted: int) -> dict[str, Any]:
+        """latestOffset when executors fetch: plan the tasks of the next batch."""
+        tasks = self._plan(wanted)
+        if not tasks and not self.planned and self._target is None and self.timeout_ms > 0:
+            time.sleep(self.timeout_ms / 1000)  # an idle queue: look again once, later
+            tasks = self._plan(wanted)
+        if tasks:
+            self.seq += 1
+            self.planned.append((self.seq, tasks))
+            self._catch_sigterm()
+        elif self.planned:
+            self.seq += 1  # the empty batch that gets the last one committed
+        elif start is not None:
+            return start
+        return self._offset()
+
+    def _plan(self, wanted: int) -> list[FetchPartition]:
+        """Tasks for up to ``wanted`` jobs, on the nodes that hold them (QLEN), or under
+        AvailableNow on those that still owe the target some."""
+        nodes = self._live_nodes()
+        if not nodes:
+            return []
+        self._rotation = (self._rotation + 1) % len(nodes)
+        tasks: list[FetchPartition] = []
+        budget = wanted
+        for node in nodes[self._rotation :] + nodes[: self._rotation]:
+            asks: list[tuple[list[str], int]] = []
+            if self._target is not None:
+                for queue, left in self._target.on_node(node.id):
+                    n = min(left, budget)
+                    if n > 0:
+                        asks.append(([queue], n))
+                        self._target.took(node.id, queue, n, n)
+                        budget -= n
+            elif budget > 0:
+                n = min(sum(self._qlen(node).values()), budget)
+                if n > 0:
+                    asks.append((self.queues, n))
+                    budget -= n
+            for part in self._split(asks):
+                where = (node.id, node.host, node.port)
+                tasks.append(FetchPartition(self.run, self.seq + 1, len(tasks), where, part))
+        return tasks
+
+    def _split(self, asks: list[tuple[list[str], int]]) -> list[list[tuple[list[str], int]]]:
+        """A node's asks as numPartitions tasks (fewer when there are fewer jobs)."""
+        if not asks:
+            return []
+        k = min(self.num_partitions, sum(n for _, n in asks))
+        parts: list[list[tuple[list[str], int]]] = [[] for _ in range(k)]
+        for queues, n in asks:
+            for i in range(k):
+                share = n // k + (1 if i < n % k else 0)
+                if share:
+                    parts[i].append((queues, share))
+        return [p for p in parts if p]
+
+    def _connection(self) -> Connection:
+        return Connection(self.password, self.tls, max(30.0, self.timeout_ms / 1000 + 10))
 
     def _jobs_wanted(self, limit: Any) -> int:
         """How many jobs the next micro-batch may hold, from Spark's ReadLimit."""
@@ -266,6 +346,8 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             return []  # a batch of a previous driver: its jobs come back via NACK or RETRY
         low = start.get("seq", 0) if start and start.get("run") == self.run else 0
         high = end.get("seq", 0)
+        if self.fetch_on == "executors":
+            return [task for seq, tasks in self.planned if low < seq <= high for task in tasks]
         jobs = [job for seq, batch in self.pending if low < seq <= high for job in batch]
         if not jobs:
             return []
@@ -274,7 +356,11 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         return [JobsPartition(jobs[i : i + size]) for i in range(0, len(jobs), size)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        for job in partition.jobs:  # type: ignore[attr-defined]
+        if isinstance(partition, FetchPartition):  # on an executor: GETJOB here
+            jobs = fetch(partition, self._connection(), self.batch_size)
+        else:
+            jobs = partition.jobs  # type: ignore[attr-defined]
+        for job in jobs:
             yield self.build(job)
 
     def commit(self, end: dict) -> None:
@@ -282,6 +368,10 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             return
         with self._working():
             high = end.get("seq", 0)
+            tasks = [task for seq, batch in self.planned if seq <= high for task in batch]
+            self.planned = [(seq, batch) for seq, batch in self.planned if seq > high]
+            for _ in settle_all(tasks, self._connection(), "ACKJOB"):
+                pass
             done = [job for seq, batch in self.pending if seq <= high for job in batch]
             if done:
                 self._ack(done)
@@ -349,6 +439,18 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                 self._terminate()
 
     def _nack_pending(self) -> None:
+        tasks = [task for _, batch in self.planned for task in batch]
+        self.planned = []  # whatever happens now, never send them twice
+        if tasks:
+            named = queued = 0
+            for n, done in settle_all(tasks, self._connection(), "NACK"):
+                named += n
+                queued += done
+            log.info(
+                "disque: stream stopped: %d of %d uncommitted jobs queued again (NACK)",
+                queued,
+                named,
+            )
         jobs = [job for _, batch in self.pending for job in batch]
         self.pending = []  # whatever happens now, never send them twice
         if not jobs:
@@ -415,7 +517,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             lengths = pipe.execute()
         except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
             log.warning(
-                "disque: QLEN on %s failed (%s); its jobs are left out of this AvailableNow run",
+                "disque: QLEN on %s failed (%s); its jobs are left out for now",
                 node.addr,
                 describe(exc),
             )

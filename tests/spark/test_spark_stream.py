@@ -1,5 +1,5 @@
-"""spark.readStream.format("disque"): GETJOB on the driver, ACKJOB after the batch commits,
-NACK for what never commits, Trigger.AvailableNow."""
+"""spark.readStream.format("disque"): GETJOB on the executors (or the driver), ACKJOB after
+the batch commits, NACK for what never commits, Trigger.AvailableNow."""
 
 from __future__ import annotations
 
@@ -112,6 +112,28 @@ def test_stream_delivers_each_job_once_and_acks_all(spark, start_cluster, tmp_pa
     }
 
 
+@pytest.mark.timeout(240)
+def test_a_100k_drain_delivers_and_acks_each_job_exactly_once(spark, start_cluster, tmp_path):
+    """Nothing fails: every job is delivered once (no duplicate from the executors'
+    tasks) and acknowledged, across three nodes."""
+    cluster = start_cluster(3)
+    added = set()
+    for i, node in enumerate(cluster):
+        added |= set(add_jobs(node, "dq", [b"d%d-%d" % (i, k) for k in range(33_334)]))
+    sink = Collector()
+    query = start_stream(
+        spark, seeds(cluster[0]), "dq", sink, tmp_path / "ck", maxJobsPerTrigger=20_000
+    )
+    try:
+        wait_for(lambda: len(sink.ids) >= len(added), 150, 0.5, "100k jobs streamed")
+        wait_for(lambda: no_jobs_left(cluster), 30, 0.2, "every job acked")
+        assert query.exception() is None
+    finally:
+        query.stop()
+    assert len(sink.ids) == len(added) == 100_002
+    assert set(sink.ids) == added
+
+
 @pytest.mark.timeout(120)
 def test_failed_batch_is_delivered_again(spark, start_node, tmp_path):
     node = start_node()
@@ -214,7 +236,14 @@ def test_reader_offsets_commit_and_idle_bump(start_node):
     node = start_node()
     ids = add_jobs(node, "uq", ["a", "b", "c"])
     reader = DisqueStreamReader(
-        SCHEMA, {"nodes": seeds(node), "queue": "uq", "batchSize": "2", "timeoutMs": "0"}
+        SCHEMA,
+        {
+            "nodes": seeds(node),
+            "queue": "uq",
+            "batchSize": "2",
+            "timeoutMs": "0",
+            "fetchOn": "driver",
+        },
     )
     try:
         start = reader.initialOffset()
@@ -252,7 +281,13 @@ def test_reader_available_now_target_and_nack_on_stop(start_node):
     ids = add_jobs(node, "vq", [f"v{k}" for k in range(5)], "RETRY", 300)
     reader = DisqueStreamReader(
         SCHEMA,
-        {"nodes": seeds(node), "queue": "vq,none", "batchSize": "2", "maxJobsPerTrigger": "3"},
+        {
+            "nodes": seeds(node),
+            "queue": "vq,none",
+            "batchSize": "2",
+            "maxJobsPerTrigger": "3",
+            "fetchOn": "driver",
+        },
     )
     limit = reader.getDefaultReadLimit()
     assert limit.max_rows == 3
@@ -276,10 +311,45 @@ def test_reader_available_now_target_and_nack_on_stop(start_node):
     assert nacks(node, batches[1]) == [1, 1] and nacks(node, late) == [0]
 
 
+@pytest.mark.timeout(30)
+def test_executor_tasks_leave_receipts_the_driver_settles(start_node):
+    """Tasks take jobs on the executors and leave a receipt per task; a retried task
+    yields the same rows; commit acks what the receipts name, stop NACKs the rest."""
+    node = start_node()
+    ids = add_jobs(node, "xq", [f"x{k}" for k in range(7)], "RETRY", 300)
+    reader = DisqueStreamReader(
+        SCHEMA,
+        {"nodes": seeds(node), "queue": "xq", "batchSize": "2", "timeoutMs": "0"},
+    )
+    limit = reader.getDefaultReadLimit()
+    try:
+        start = reader.initialOffset()
+        end1 = reader.latestOffset(start, None)
+        tasks = reader.partitions(start, end1)
+        assert [sum(n for _, n in t.asks) for t in tasks] == [2]  # maxJobsPerTrigger
+        sent = pickle.loads(pickle.dumps(tasks[0]))  # as shipped to an executor
+        first = [r[0] for r in reader.read(sent)]
+        retried = [r[0] for r in reader.read(pickle.loads(pickle.dumps(tasks[0])))]
+        assert len(first) == 2 and retried == first and node.call("QLEN", "xq") == 5
+        end2 = reader.latestOffset(end1, limit)
+        second = [r[0] for t in reader.partitions(end1, end2) for r in reader.read(t)]
+        reader.commit(end1)
+        wait_for(lambda: not job_ids(node) & set(first), 10, message="batch 1 acked")
+        assert node.call("QLEN", f"disque-spark:fetched:{start['run']}:1:0") == 0
+    finally:
+        reader.stop()  # batch 2 never committed: NACKed
+    assert len(second) == 2 and not set(second) & set(first)
+    assert job_ids(node) == set(ids) - set(first)
+    assert node.call("QLEN", "xq") == 5 and nacks(node, second) == [1, 1]
+    assert node.call("QLEN", f"disque-spark:fetched:{start['run']}:2:0") == 0  # settled
+
+
 def test_stream_bad_options():
     with pytest.raises(DisqueError, match="needs option 'queue'"):
         DisqueStreamReader(SCHEMA, {"nodes": "127.0.0.1:7711"})
     with pytest.raises(DisqueError, match="'maxJobsPerTrigger' must be >= 1, got 0"):
         DisqueStreamReader(SCHEMA, {"queue": "q", "maxJobsPerTrigger": "0"})
+    with pytest.raises(DisqueError, match="'fetchOn' must be one of executors, driver"):
+        DisqueStreamReader(SCHEMA, {"queue": "q", "fetchOn": "mars"})
     with pytest.raises(DisqueError, match="'maxJobsPerTrigger' must be an integer"):
         DisqueStreamReader(SCHEMA, {"queue": "q", "maxJobsPerTrigger": "lots"})
