@@ -3,6 +3,8 @@ the batch commits, NACK for what never commits, Trigger.AvailableNow."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import pickle
 import signal
 import threading
@@ -158,6 +160,79 @@ def test_failed_batch_is_delivered_again(spark, start_node, tmp_path):
     finally:
         query.stop()
     assert all(r.nacks == 1 and r.additional_deliveries == 0 for r in sink.rows)
+
+
+@pytest.mark.timeout(120)
+def test_query_stopped_mid_batch_nacks_the_batch(spark, start_node, tmp_path):
+    """The stop comes while the sink is still inside the batch: it never commits."""
+    node = start_node()
+    ids = add_jobs(node, "mq", [f"m{k}" for k in range(30)], "RETRY", 300)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        inside.set()
+        release.wait(30)
+
+    sink = Collector(on_first=hold)
+    query = start_stream(spark, seeds(node), "mq", sink, tmp_path / "ck")
+    stopper = threading.Thread(target=query.stop)
+    try:
+        assert inside.wait(60), "no batch reached the sink"
+        assert qlen([node], "mq") == 0
+        stopper.start()  # query.stop() while the sink holds the batch
+    finally:
+        release.set()
+    stopper.join(60)
+    query.stop()  # (nothing left to do if the thread did it)
+    assert not query.isActive and set(sink.ids) == set(ids)
+    wait_for(lambda: qlen([node], "mq") == 30, 15, 0.1, "the batch NACKed")
+    assert nacks(node, ids) == [1] * 30 and job_ids(node) == set(ids)
+
+
+def python_workers() -> list[int]:
+    """PIDs of Spark's Python workers: the children of the pyspark.daemon processes."""
+    daemons = set()
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
+            ppid = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"pyspark.daemon" in cmdline:
+            daemons.add(int(entry))
+            children.append((int(entry), ppid))
+    return [pid for pid, ppid in children if ppid in daemons]
+
+
+@pytest.mark.timeout(150)
+def test_killed_python_worker_leaves_its_jobs_to_retry(spark, start_node, tmp_path):
+    """A worker killed while its task takes jobs (one GETJOB each: slow on purpose), so
+    before it could leave a receipt: nobody can NACK those jobs; RETRY brings them back."""
+    node = start_node()
+    ids = add_jobs(node, "kq", [f"k{k}" for k in range(3000)], "RETRY", 3)
+    sink = Collector()
+    query = start_stream(spark, seeds(node), "kq", sink, tmp_path / "ck", batchSize=1,
+                         maxJobsPerTrigger=3000)  # fmt: skip
+    killed = []
+    try:
+        wait_for(lambda: qlen([node], "kq") < 2900, 60, 0.01, "the task taking jobs")
+        for pid in python_workers():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        taken = 3000 - qlen([node], "kq")
+        with contextlib.suppress(Exception):
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+    assert killed and 0 < taken < 3000 and sink.ids == []
+    # No receipt, no commit: the jobs taken wait for their RETRY time, then come back.
+    wait_for(lambda: qlen([node], "kq") == 3000, 30, 0.2, "RETRY re-queued the jobs")
+    assert sorted(job_ids(node, "kq")) == sorted(ids)
+    assert set(nacks(node, ids)) == {0}  # re-queued by RETRY, not NACKed
 
 
 @pytest.mark.timeout(120)
