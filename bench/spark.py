@@ -13,29 +13,31 @@ A 3-node cluster of this checkout's node and a local Spark session
 * redis-benchmark, 50 clients, unpipelined, on the first node:
   ``ADDJOB q <64-byte body> 10000 REPLICATE 2``, the same form;
 * the stream draining --drain jobs queued beforehand (a third on each node,
-  ``REPLICATE 1``), ``trigger(availableNow=True)``, ``maxJobsPerTrigger
-  20000``, fetched on the executors, acknowledged after each commit: jobs/s
-  from start to the query's end (a foreachBatch sink that counts rows);
-* plain consumers: ``disque-benchmark`` with 25 producers on the first node
-  and 25 consumers over the three (GETJOB COUNT 16, ACKJOB), its consume
-  rate; the producers run meanwhile, so this is what the cluster serves
-  while it also takes jobs.
+  ``REPLICATE 1``), ``trigger(availableNow=True)``, ``maxJobsPerTrigger``
+  20000 and 100000, fetched on the executors, acknowledged after each
+  commit: jobs/s from start to the query's end (a foreachBatch sink that
+  counts rows);
+* plain consumers draining the same jobs: 2 processes per node, each a loop
+  of ``GETJOB NOHANG COUNT n`` and ``ACKJOB`` of what it got (redis-py),
+  until its node is empty; n = 1 (one job a round trip, as disque-benchmark's
+  consumers by default; a tenth of the jobs), 16 and 100.
 
-Prints a Markdown table: jobs/s, the writer's rate as a share of
-redis-benchmark's and the drain's as a share of the consumers'. Needs pyspark (the ``spark`` extra), Java and
+Prints a Markdown table: jobs/s, the writes as a share of redis-benchmark's
+rate and the drains as a share of the COUNT 100 consumers'. Needs pyspark (the ``spark`` extra), Java and
 redis-benchmark. Stops its nodes on the way out.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import multiprocessing
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,6 +47,9 @@ from cluster import HOST, command, environment, running, say  # noqa: E402
 from single_node import parse_rps  # noqa: E402
 
 BODY = "x" * 64
+WRITES = "redis-benchmark, ADDJOB REPLICATE 2, 50 clients"
+READS = "plain consumers, GETJOB COUNT 100"
+CONSUMERS_PER_NODE = 2
 
 
 def flush(ports: list[int]) -> None:
@@ -94,7 +99,7 @@ def fill(ports: list[int], queue: str, jobs: int) -> None:
         subprocess.run(argv, capture_output=True, timeout=600, check=True)
 
 
-def spark_drain(spark, ports: list[int], jobs: int, checkpoints: Path) -> float:
+def spark_drain(spark, ports: list[int], jobs: int, checkpoints: Path, per_trigger: int) -> float:
     queue = f"d{time.monotonic_ns()}"
     fill(ports, queue, jobs)
     counted: list[int] = []
@@ -102,7 +107,7 @@ def spark_drain(spark, ports: list[int], jobs: int, checkpoints: Path) -> float:
         spark.readStream.format("disque")
         .option("nodes", ",".join(f"{HOST}:{p}" for p in ports))
         .option("queue", queue)
-        .option("maxJobsPerTrigger", "20000")
+        .option("maxJobsPerTrigger", str(per_trigger))
         .load()
         .writeStream.foreachBatch(lambda df, _: counted.append(df.count()))
         .option("checkpointLocation", str(checkpoints / queue))
@@ -116,15 +121,33 @@ def spark_drain(spark, ports: list[int], jobs: int, checkpoints: Path) -> float:
     return sum(counted) / elapsed
 
 
-def plain_consumers(ports: list[int], jobs: int) -> float:
-    argv = [
-        sys.executable, "-m", "disque_cli.benchmark", "-p", str(ports[0]), "-n", str(jobs),
-        "--producers", "25", "--consumers", "25", "-P", "16", "--json", "-q",
-        "--producer-node", f"{HOST}:{ports[0]}",
-        *[arg for p in ports for arg in ("--consumer-node", f"{HOST}:{p}")],
-    ]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=True)
-    return float(json.loads(proc.stdout)["consume_rate"])
+def consume(port: int, queue: str, count: int) -> int:
+    """One plain consumer: GETJOB NOHANG COUNT n, then ACKJOB of those, until empty."""
+    import redis
+
+    client = redis.Redis(HOST, port)
+    done = 0
+    while True:
+        reply = client.execute_command("GETJOB", "NOHANG", "COUNT", count, "FROM", queue)
+        if not reply:
+            return done
+        client.execute_command("ACKJOB", *[item[1] for item in reply])
+        done += len(reply)
+
+
+def plain_consumers(ports: list[int], jobs: int, count: int) -> float:
+    """The same drain by CONSUMERS_PER_NODE processes per node, each a plain loop."""
+    queue = f"c{time.monotonic_ns()}"
+    fill(ports, queue, jobs)
+    work = [(port, queue, count) for port in ports for _ in range(CONSUMERS_PER_NODE)]
+    with multiprocessing.get_context("spawn").Pool(len(work)) as pool:
+        pool.apply(time.sleep, (0,))  # the processes are up before the clock starts
+        start = time.monotonic()
+        done = sum(pool.starmap(consume, work))
+        elapsed = time.monotonic() - start
+    if done < jobs // len(ports) * len(ports):
+        raise SystemExit(f"the consumers took {done:,} jobs of {jobs:,}")
+    return done / elapsed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,39 +161,46 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = disque_spark.session("local[2]", app_name="disque-bench")
     spark.sparkContext.setLogLevel("ERROR")
-    figures = {
-        "writer, replicate 1": (1, None),
-        "writer, replicate 2": (2, None),
-        "writer, replicate 2, concurrency 1 (one connection a task)": (2, 1),
+    tmp_dir = tempfile.TemporaryDirectory(prefix="disque-spark-bench-")
+    tmp = Path(tmp_dir.name)
+    rows, jobs = args.rows, args.drain
+    # name -> (what it is measured against, how to measure it on the cluster's ports)
+    figures: dict[str, tuple[str, Callable[[list[int]], float]]] = {
+        "writer, replicate 1": (WRITES, lambda p: spark_write(spark, p, rows, 1, None)),
+        "writer, replicate 2": (WRITES, lambda p: spark_write(spark, p, rows, 2, None)),
+        "writer, replicate 2, concurrency 1 (one connection a task)": (
+            WRITES,
+            lambda p: spark_write(spark, p, rows // 10, 2, 1),
+        ),
+        WRITES: (WRITES, lambda p: redis_benchmark(p[0], rows // 2)),
+        "stream drain, availableNow, maxJobsPerTrigger 20000": (
+            READS,
+            lambda p: spark_drain(spark, p, jobs, tmp, 20_000),
+        ),
+        "stream drain, availableNow, maxJobsPerTrigger 100000": (
+            READS,
+            lambda p: spark_drain(spark, p, jobs, tmp, 100_000),
+        ),
+        "plain consumers, GETJOB COUNT 1 (disque-benchmark's default)": (
+            READS,
+            lambda p: plain_consumers(p, jobs // 10, 1),
+        ),
+        "plain consumers, GETJOB COUNT 16": (READS, lambda p: plain_consumers(p, jobs, 16)),
+        READS: (READS, lambda p: plain_consumers(p, jobs, 100)),
     }
-    drains = ["stream drain, availableNow", "plain consumers (disque-benchmark)"]
-    order = [*figures, "redis-benchmark", *drains]
-    results: dict[str, list[float]] = {name: [] for name in order}
-    with (
-        tempfile.TemporaryDirectory(prefix="disque-spark-bench-") as tmp,
-        running(Path(tmp), "spark", 3) as nodes,
-    ):
+    results: dict[str, list[float]] = {name: [] for name in figures}
+    with tmp_dir, running(tmp, "spark", 3) as nodes:
         ports = [n.port for n in nodes]
+        order = list(figures)
         for run in range(args.runs):
             for name in order if run % 2 == 0 else reversed(order):
                 flush(ports)
-                if name == "redis-benchmark":
-                    rate = redis_benchmark(ports[0], args.rows // 2)
-                elif name == drains[0]:
-                    rate = spark_drain(spark, ports, args.drain, Path(tmp))
-                elif name == drains[1]:
-                    rate = plain_consumers(ports, args.drain)
-                else:
-                    replicate, concurrency = figures[name]
-                    rows = args.rows if concurrency is None else args.rows // 10
-                    rate = spark_write(spark, ports, rows, replicate, concurrency)
+                rate = figures[name][1](ports)
                 say(f"  run {run + 1} {name}: {rate:,.0f} jobs/s")
                 results[name].append(rate)
     spark.stop()
-    writes = statistics.median(results["redis-benchmark"])
-    reads = statistics.median(results[drains[1]])
     print(
-        f"Spark source, {args.rows:,} rows a write, {args.drain:,} jobs a drain, "
+        f"Spark source, {rows:,} rows a write, {jobs:,} jobs a drain, "
         f"{args.runs} runs, medians ({environment()})"
     )
     print()
@@ -178,8 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | ---: | ---: |")
     for name, rates in results.items():
         rate = statistics.median(rates)
-        reference, what = (reads, "consumers") if name in drains else (writes, "redis-benchmark")
-        print(f"| {name} | {rate:,.0f} | {rate / reference:.2f} of {what} |")
+        reference = figures[name][0]
+        share = rate / statistics.median(results[reference])
+        print(f"| {name} | {rate:,.0f} | {share:.2f} of {reference} |")
     return 0
 
 

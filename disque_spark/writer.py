@@ -9,7 +9,7 @@ The DataFrame needs a ``body`` column (string or binary); an optional
 (ADDJOB's), ``timeout`` (ADDJOB's, in ms, default 10000), ``batchSize`` and
 ``concurrency``.
 
-Every task opens ``concurrency`` connections (default 16), each to a node
+Every task opens ``concurrency`` connections (default 32), each to a node
 chosen by HELLO (seeds tried in random order, the lowest priority wins, ties
 broken at random so connections spread over the cluster), and pipelines
 ``ADDJOB`` on each (``batchSize`` per round trip, default 100), all of them
@@ -47,7 +47,7 @@ log = logging.getLogger("disque_spark")
 ADDJOB_NUMERIC = ("replicate", "retry", "ttl", "delay", "maxlen")
 DEFAULT_ADDJOB_TIMEOUT_MS = 10_000
 DEFAULT_WRITE_BATCH = 100
-DEFAULT_WRITE_CONCURRENCY = 16  # connections per task: ADDJOBs in flight under replication
+DEFAULT_WRITE_CONCURRENCY = 32  # connections per task: ADDJOBs in flight under replication
 
 
 def _as_bytes(value: Any, what: str) -> bytes:
