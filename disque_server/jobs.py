@@ -29,6 +29,8 @@ import heapq
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Final
 
+from mypy_extensions import i64
+
 from disque_server.clock import now_ms, time_error_ms
 from disque_server.job import (
     ACKED,
@@ -52,6 +54,14 @@ HEAP_SLACK: Final = 64  # stale heap keys tolerated beyond twice the live bucket
 # The job index is split in up to INDEX_PARTS dicts by the hash of the ID.
 INDEX_PARTS: Final = 1 << 14  # ~60 IDs a part at 1M jobs
 INDEX_PART_MASK: Final = INDEX_PARTS - 1
+INDEX_PART_SHIFT: Final = 40  # hash bits 40-53 choose the part; a dict starts from bit 0
+
+
+def index_part(jid: bytes) -> int:
+    """The part of the job index an ID lives in: high bits of its hash. (A dict finds a
+    key's first slot from the low bits: were parts chosen by them, every key of a part
+    would start at the same slot, and each lookup would probe along a chain.)"""
+    return (i64(hash(jid)) >> INDEX_PART_SHIFT) & INDEX_PART_MASK
 
 
 class JobIndex:
@@ -77,16 +87,16 @@ class JobIndex:
         return self.count
 
     def __contains__(self, jid: bytes) -> bool:
-        part = self.parts[hash(jid) & INDEX_PART_MASK]
+        part = self.parts[index_part(jid)]
         return part is not None and jid in part
 
     def get(self, jid: bytes) -> Job | None:
-        part = self.parts[hash(jid) & INDEX_PART_MASK]
+        part = self.parts[index_part(jid)]
         return part.get(jid) if part is not None else None
 
     def add(self, jid: bytes, job: Job) -> bool:
         """Add a job not known yet; False (and nothing changed) when the ID is known."""
-        key = hash(jid) & INDEX_PART_MASK
+        key = index_part(jid)
         part = self.parts[key]
         if part is None:
             self.parts[key] = {jid: job}
@@ -98,7 +108,7 @@ class JobIndex:
         return True
 
     def pop(self, jid: bytes) -> Job | None:
-        key = hash(jid) & INDEX_PART_MASK
+        key = index_part(jid)
         part = self.parts[key]
         job = part.pop(jid, None) if part is not None else None
         if job is None:

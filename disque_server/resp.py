@@ -38,6 +38,7 @@ LEAVING_ERROR: Final = (
 
 _SMALL_INTS: Final = [b":%d\r\n" % i for i in range(1024)]
 _ARRAY_HEADERS: Final = [b"*%d\r\n" % i for i in range(1024)]
+_BULK_HEADERS: Final = [b"$%d\r\n" % i for i in range(1024)]
 
 
 @mypyc_attr(native_class=False)  # mypyc compiles no subclass of bytes: a Python class
@@ -76,10 +77,15 @@ def array_header(n: int) -> bytes:
 
 
 def bulk_array(parts: list[bytes]) -> bytes:
-    """A RESP array of bulk strings: a bus message, an AOF record (hiredis's encoder, in
-    C: 1.2 us for a REPLJOB against 2 us for a Python loop)."""
-    # hiredis's stub types the argument as a 1-tuple; it takes a tuple of any length.
-    return hiredis.pack_command(tuple(parts))  # type: ignore[arg-type]
+    """A RESP array of bulk strings: a bus message, an AOF record. (Compiled, a loop over
+    precomputed headers beats hiredis's pack_command, which sprintf()s every length.)"""
+    out = [array_header(len(parts))]
+    for part in parts:
+        n = len(part)
+        out.append(_BULK_HEADERS[n] if n < 1024 else b"$%d\r\n" % n)
+        out.append(part)
+        out.append(CRLF)
+    return b"".join(out)
 
 
 def bulk_array_length(parts: list[bytes]) -> int:
