@@ -35,6 +35,19 @@ def recv_until(sock: socket.socket, n_lines: int, timeout: float = 10.0) -> byte
     return data
 
 
+def recv_bulk(sock: socket.socket, timeout: float = 10.0) -> bytes:
+    """Read one bulk string reply; its payload."""
+    data = recv_until(sock, 1, timeout)
+    header, _, rest = data.partition(b"\r\n")
+    assert header.startswith(b"$"), data
+    size = int(header[1:])
+    while len(rest) < size + 2:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed inside a bulk reply"
+        rest += chunk
+    return rest[:size]
+
+
 def non_loopback_ipv4() -> str | None:
     try:
         out = subprocess.run(
@@ -239,13 +252,17 @@ def test_a_long_pipeline_leaves_other_clients_their_turn(node: Node) -> None:
             conn.sendall(encode(("PING",)))
             assert recv_until(conn, 1) == b"+PONG\r\n"
         busy.sendall(pipeline)
-        time.sleep(0.05)  # (the pipeline read first)
+        first = recv_until(busy, 1)  # the node runs the pipeline
         started = time.monotonic()
-        other.sendall(encode(("PING",)))
-        assert recv_until(other, 1) == b"+PONG\r\n"
+        other.sendall(encode(("CLIENT", "LIST")))
+        listing = recv_bulk(other)
         waited = time.monotonic() - started
-        replies = recv_until(busy, 1001)
+        replies = first + recv_until(busy, 1001 - first.count(b"\r\n"))
     assert replies == b"+OK\r\n" * 1000 + b"+PONG\r\n"
+    # Served while the node held the rest of the pipeline, read but not run yet.
+    busy_line = next(line for line in listing.splitlines() if b"cmd=debug" in line)
+    held = int(re.search(rb" qbuf=(\d+)", busy_line).group(1))
+    assert held > 10_000, busy_line
     # About two passes (1 s): uvloop runs the resumed pass before it polls again.
     assert waited < 1.5, f"the other client waited {waited:.2f}s (the whole pipeline: 2s)"
 
