@@ -16,16 +16,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from disque.protocol import flat_info
 from disque_cli.connection import Disconnected, Session
-from disque_cli.options import CLUSTER_VERBS, ClusterVerb, cluster_verb
+from disque_cli.options import CLUSTER_VERBS, ClusterVerb, Config, cluster_verb
 from disque_cli.render import Mode
 from disque_cli.replies import ErrorReply
-
-if TYPE_CHECKING:
-    from disque_cli.main import Config
 
 LATENCY_SAMPLE_RATE = 0.010  # seconds between PINGs
 LATENCY_HISTORY_DEFAULT = 15.0  # seconds per --latency-history line

@@ -29,14 +29,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 from disque.protocol import HelloError, flat_info, parse_hello
 from disque.tls import TLS, closed_hint
 from disque_cli.connection import Disconnected, Endpoint, Session
-from disque_cli.options import OUTPUT_FLAGS, ClusterVerb
+from disque_cli.options import OUTPUT_FLAGS, ClusterVerb, Config
 from disque_cli.render import Mode, dumps
 from disque_cli.replies import ErrorReply, Reply
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from disque_cli.main import Config
 
 NODE_TIMEOUT = 5.0  # seconds to connect to a node and for each of its replies
 ID_PREFIX = 8  # characters of a node ID shown in tables

@@ -16,14 +16,13 @@ import os
 import sys
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import click
 
 from disque.tls import TLS, TLSError
 from disque_cli import __version__
 from disque_cli.connection import BadURI, Disconnected, Endpoint, Session, parse_uri
-from disque_cli.options import EXAMPLES, OPTIONS, SECTIONS
+from disque_cli.options import EXAMPLES, OPTIONS, SECTIONS, Config
 from disque_cli.render import Mode, RenderOptions
 from disque_cli.runner import Outcome, Runner
 
@@ -35,52 +34,6 @@ AUTH_WARNING = (
 
 class UsageError(Exception):
     """A bad command line: print the message and exit 1."""
-
-
-@dataclass
-class Config:
-    """The parsed command line: where to connect, how to print, the command, and
-    every option of options.OPTIONS by its dest name, as click parsed it (a
-    unit test checks that the fields and the table agree)."""
-
-    endpoint: Endpoint
-    mode: Mode
-    render: RenderOptions
-    args: list[bytes]  # the command and its arguments
-    # ---- connection
-    host: str | None = None
-    port: int | None = None
-    socket: str | None = None
-    password: str | None = None
-    uri: str | None = None
-    no_auth_warning: bool = False
-    tls: bool = False
-    cacert: str | None = None
-    cert: str | None = None
-    key: str | None = None
-    insecure: bool = False
-    # ---- commands
-    repeat: int | None = None
-    interval: float | None = None
-    stdin_arg: bool = False
-    exit_on_error: bool = False
-    # ---- output
-    output: str | None = None
-    mb_delim: str | None = None
-    cmd_delim: str | None = None
-    # ---- modes
-    pipe: bool = False
-    pipe_timeout: int = 30
-    stat: bool = False
-    latency: bool = False
-    latency_history: bool = False
-    cluster: str | None = None
-    cluster_yes: bool = False
-    cluster_shutdown: bool = False
-    cluster_timeout: float | None = None
-    # ---- misc
-    help: bool = False
-    version: bool = False
 
 
 # ---- parsing -------------------------------------------------------------------

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from disque.tls import TLS_OPTIONS
+from disque_cli.connection import Endpoint
+from disque_cli.render import Mode, RenderOptions
 
 
 @dataclass(frozen=True)
@@ -340,3 +342,49 @@ EXAMPLES = (
     "disque --cluster call 10.0.0.1:7711 qlen myqueue",
     "disque --cluster leave 10.0.0.3:7711 --shutdown",
 )
+
+
+@dataclass
+class Config:
+    """The parsed command line: where to connect, how to print, the command, and
+    every option of options.OPTIONS by its dest name, as click parsed it (a
+    unit test checks that the fields and the table agree)."""
+
+    endpoint: Endpoint
+    mode: Mode
+    render: RenderOptions
+    args: list[bytes]  # the command and its arguments
+    # ---- connection
+    host: str | None = None
+    port: int | None = None
+    socket: str | None = None
+    password: str | None = None
+    uri: str | None = None
+    no_auth_warning: bool = False
+    tls: bool = False
+    cacert: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    insecure: bool = False
+    # ---- commands
+    repeat: int | None = None
+    interval: float | None = None
+    stdin_arg: bool = False
+    exit_on_error: bool = False
+    # ---- output
+    output: str | None = None
+    mb_delim: str | None = None
+    cmd_delim: str | None = None
+    # ---- modes
+    pipe: bool = False
+    pipe_timeout: int = 30
+    stat: bool = False
+    latency: bool = False
+    latency_history: bool = False
+    cluster: str | None = None
+    cluster_yes: bool = False
+    cluster_shutdown: bool = False
+    cluster_timeout: float | None = None
+    # ---- misc
+    help: bool = False
+    version: bool = False

@@ -14,7 +14,6 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application.current import get_app
@@ -35,10 +34,8 @@ from prompt_toolkit.utils import is_dumb_terminal
 from disque_cli import commands, helptext, syntax
 from disque_cli.args import split_words
 from disque_cli.connection import Disconnected, Session
+from disque_cli.options import Config
 from disque_cli.runner import Outcome, Runner
-
-if TYPE_CHECKING:
-    from disque_cli.main import Config
 
 # The prompt is coloured in the terminal's default colour: a styled cell is always
 # written, so the prompt's trailing space reaches the terminal as a space (an

@@ -1,4 +1,4 @@
-"""The CLI's parsed command line (`disque_cli.main.Config`): one typed field per
+"""The CLI's parsed command line (`disque_cli.options.Config`): one typed field per
 option of the option table, so a type checker sees every option."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from disque_cli.main import Config, parse
-from disque_cli.options import OPTIONS
+from disque_cli.main import parse
+from disque_cli.options import OPTIONS, Config
 from disque_cli.render import Mode
 
 BASE = {"endpoint", "mode", "render", "args"}  # not options: built from them
