@@ -192,24 +192,24 @@ class Queue:
     """One named queue on this node."""
 
     __slots__ = (
-        "name",
-        "jobs",
-        "ctime",
-        "atime",
-        "flags",
-        "clients",
-        "jobs_in",
-        "jobs_out",
-        "scan_key",
-        "import_cur_time",
-        "import_cur_count",
-        "import_prev_time",
-        "import_prev_count",
-        "needjobs_bcast_time",
-        "needjobs_adhoc_time",
-        "needjobs_bcast_attempt",
-        "needjobs_adhoc_attempt",
-        "needjobs_responders",
+        "name",  # the queue's name (any bytes)
+        "jobs",  # the queued jobs, by ctime (JobList)
+        "ctime",  # creation time, s
+        "atime",  # last access, s: a job queued, fetched, or a client blocked here
+        "flags",  # PAUSED_IN / PAUSED_OUT (QPAUSE)
+        "clients",  # clients blocked in GETJOB here, oldest first
+        "jobs_in",  # jobs ever queued here (QSTAT jobs-in)
+        "jobs_out",  # jobs ever dequeued from here (QSTAT jobs-out)
+        "scan_key",  # where QSCAN's cursor puts this queue
+        "import_cur_time",  # federation: the second import_cur_count counts
+        "import_cur_count",  # ... jobs imported from other nodes in it
+        "import_prev_time",  # ... the second before
+        "import_prev_count",  # ... and its imports: together, QSTAT's import-rate
+        "needjobs_bcast_time",  # last NEEDJOBS broadcast to every node, ms
+        "needjobs_adhoc_time",  # last NEEDJOBS to the nodes that gave jobs lately, ms
+        "needjobs_bcast_attempt",  # broadcasts in a row that brought no job
+        "needjobs_adhoc_attempt",  # ad hoc requests in a row that brought no job
+        "needjobs_responders",  # node id -> when it last sent jobs (YOURJOBS), ms
     )
 
     def __init__(self, name: bytes) -> None:
