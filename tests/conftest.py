@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conformance import Conn
 from nodes import ClusterOfNodes, Node, free_port, tls_config
 
 
@@ -209,3 +210,10 @@ def start_tls_node(start_node, certs: dict[str, str]) -> Iterator:
         return start_node(config=cfg), tls_port
 
     yield factory
+
+
+@pytest.fixture
+def raw(node: Node) -> Iterator[Conn]:
+    """A raw RESP connection to the test's node (replies with their types)."""
+    with Conn(node.port) as c:
+        yield c

@@ -6,8 +6,9 @@ import time
 
 import pytest
 import redis
-from conformance import Conn, pairs
-from nodes import Node, wait_for
+from calls import show
+from conformance import Conn
+from nodes import wait_for
 
 UNKNOWN_ALO = "D-00000000-000000000000000000000000-0001"  # well formed, at-least-once
 UNKNOWN_AMO = "D-00000000-000000000000000000000000-0000"  # well formed, at-most-once
@@ -20,18 +21,8 @@ TOOLATE = (
 )
 
 
-@pytest.fixture
-def raw(node: Node):
-    with Conn(node.port) as c:
-        yield c
-
-
 def addjob(client: redis.Redis, queue: str, body: str, *opts: object) -> str:
     return client.execute_command("ADDJOB", queue, body, 0, *opts).decode()
-
-
-def show(client: redis.Redis, jid: str) -> dict | None:
-    return pairs(client.execute_command("SHOW", jid))
 
 
 def deliver(client: redis.Redis, queue: str) -> str:

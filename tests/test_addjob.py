@@ -7,22 +7,12 @@ import time
 
 import pytest
 import redis
-from conformance import JOBID, SHOW_KEYS, Conn, pairs
-from nodes import Node
-
-
-@pytest.fixture
-def raw(node: Node):
-    with Conn(node.port) as c:
-        yield c
+from calls import show
+from conformance import JOBID, SHOW_KEYS, Conn
 
 
 def addjob(client: redis.Redis, queue: str, body: str | bytes, *opts: object) -> str:
     return client.execute_command("ADDJOB", queue, body, 0, *opts).decode()
-
-
-def show(client: redis.Redis, jid: str) -> dict | None:
-    return pairs(client.execute_command("SHOW", jid))
 
 
 def encoded_ttl(jid: str) -> int:

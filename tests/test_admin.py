@@ -73,12 +73,6 @@ SERVER_FIELDS = [
 ]
 
 
-@pytest.fixture
-def raw(node: Node):
-    with Conn(node.port) as c:
-        yield c
-
-
 def info_sections(text: str) -> dict[str, dict[str, str]]:
     """INFO text -> {section: {field: value}} keeping the order of both."""
     sections: dict[str, dict[str, str]] = {}

@@ -10,26 +10,9 @@ from typing import Any
 
 import pytest
 import redis
+from calls import addjob, qstat, show
 from conformance import Conn, pairs
 from nodes import Node, wait_for
-
-
-@pytest.fixture
-def raw(node: Node):
-    with Conn(node.port) as c:
-        yield c
-
-
-def addjob(client: redis.Redis, queue: str, body: str, *opts: object) -> bytes:
-    return client.execute_command("ADDJOB", queue, body, 0, *opts)
-
-
-def show(client: redis.Redis, jid: bytes) -> dict | None:
-    return pairs(client.execute_command("SHOW", jid))
-
-
-def qstat(client: redis.Redis, queue: str) -> dict | None:
-    return pairs(client.execute_command("QSTAT", queue))
 
 
 class Background:

@@ -21,12 +21,6 @@ MEMORY_FIELDS = [
 OOM = ("-", "OOM command not allowed when used memory > 'maxmemory'.")
 
 
-@pytest.fixture
-def raw(node: Node):
-    with Conn(node.port) as c:
-        yield c
-
-
 def memory(raw: Conn) -> dict[str, str]:
     t, text = raw.call("INFO", "memory")
     assert t == "$"

@@ -8,13 +8,6 @@ from __future__ import annotations
 import pytest
 import redis
 from conformance import Conn, pairs
-from nodes import Node
-
-
-@pytest.fixture
-def raw(node: Node):
-    with Conn(node.port) as c:
-        yield c
 
 
 def test_addjob_takes_numbers_with_a_plus_or_leading_zeros(client: redis.Redis) -> None:

@@ -17,12 +17,6 @@ from nodes import Node, wait_for
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def raw(node: Node):
-    with Conn(node.port) as c:
-        yield c
-
-
 def recv_until(sock: socket.socket, n_lines: int, timeout: float = 10.0) -> bytes:
     """Read until at least n_lines CRLF-terminated lines arrived."""
     sock.settimeout(timeout)

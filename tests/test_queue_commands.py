@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 import redis
-from conformance import Conn, pairs
-from nodes import Node, wait_for
+from calls import addjob, qstat, show
+from conformance import Conn
+from nodes import wait_for
 
 QSTAT_KEYS = [
     "name",
@@ -21,24 +22,6 @@ QSTAT_KEYS = [
 ]
 BADID = ("-", "BADID Invalid Job ID format.")
 UNKNOWN_ALO = "D-00000000-000000000000000000000000-0001"
-
-
-@pytest.fixture
-def raw(node: Node):
-    with Conn(node.port) as c:
-        yield c
-
-
-def addjob(client: redis.Redis, queue: str, body: str, *opts: object) -> bytes:
-    return client.execute_command("ADDJOB", queue, body, 0, *opts)
-
-
-def show(client: redis.Redis, jid: bytes) -> dict | None:
-    return pairs(client.execute_command("SHOW", jid))
-
-
-def qstat(client: redis.Redis, queue: str) -> dict | None:
-    return pairs(client.execute_command("QSTAT", queue))
 
 
 # ---- QLEN -------------------------------------------------------------------------

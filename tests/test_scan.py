@@ -7,13 +7,6 @@ import random
 import pytest
 import redis
 from conformance import SHOW_KEYS, Conn, pairs
-from nodes import Node
-
-
-@pytest.fixture
-def raw(node: Node):
-    with Conn(node.port) as c:
-        yield c
 
 
 def add_many(client: redis.Redis, n: int, queue: str | None = None, *opts: object) -> list[bytes]:

@@ -6,18 +6,11 @@ import time
 
 import pytest
 import redis
+from calls import addjob, show
 from conformance import Conn, encode, pairs
 from nodes import wait_for
 
 pytestmark = pytest.mark.timeout(40)
-
-
-def addjob(client: redis.Redis, queue: str, body: str, *opts: object) -> bytes:
-    return client.execute_command("ADDJOB", queue, body, 0, *opts)
-
-
-def show(client: redis.Redis, jid: bytes) -> dict | None:
-    return pairs(client.execute_command("SHOW", jid))
 
 
 def qlen(client: redis.Redis, queue: str) -> int:
