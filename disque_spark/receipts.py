@@ -118,7 +118,7 @@ def _take(client: redis.Redis, part: FetchPartition, batch_size: int) -> list[di
             reply = client.execute_command(
                 "GETJOB", "NOHANG", "COUNT", want, "WITHCOUNTERS", "FROM", *queues
             )
-            got = [_job(item, part.node_id) for item in reply or ()]
+            got = [delivered_job(item, part.node_id) for item in reply or ()]
             jobs += got
             left -= len(got)
             if len(got) < want:
@@ -126,7 +126,8 @@ def _take(client: redis.Redis, part: FetchPartition, batch_size: int) -> list[di
     return jobs
 
 
-def _job(item: list[Any], node_id: str) -> dict[str, Any]:
+def delivered_job(item: list[Any], node_id: str) -> dict[str, Any]:
+    """A job as GETJOB ... WITHCOUNTERS delivered it, as the stream's row dict."""
     return {
         "queue": item[0].decode("utf-8", "replace"),
         "id": item[1].decode(),

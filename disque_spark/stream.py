@@ -103,7 +103,13 @@ from disque_spark.client import (
     parse_seeds,
 )
 from disque_spark.options import _opt, _opt_int, _opt_list, _opt_tls
-from disque_spark.receipts import Connection, FetchPartition, fetch, settle_all
+from disque_spark.receipts import (
+    Connection,
+    FetchPartition,
+    delivered_job,
+    fetch,
+    settle_all,
+)
 from disque_spark.schema import RowBuilder
 
 try:  # Spark >= 4.2: admission control (ReadLimit)
@@ -546,18 +552,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
                 self._drop(node)
                 return None
             raise DisqueError(f"disque: GETJOB on {node.addr} failed: {exc}") from None
-        return [
-            {
-                "queue": item[0].decode("utf-8", "replace"),
-                "id": item[1].decode(),
-                "body": item[2],
-                "nacks": item[4] if len(item) > 4 else None,
-                "additional_deliveries": item[6] if len(item) > 6 else None,
-                "state": "active",
-                "node": node.id,
-            }
-            for item in reply or ()
-        ]
+        return [delivered_job(item, node.id) for item in reply or ()]
 
     def _fetch(self, count: int) -> list[dict[str, Any]]:
         """Up to `count` jobs: rounds of GETJOB NOHANG over every node while a queue
