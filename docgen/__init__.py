@@ -7,7 +7,7 @@ program (the wheel does not ship it).
 Every generated file comes from the code's own tables, so the pages follow
 it: `completions.py` writes the shell completion scripts and `man.py` the
 disque(1) page from disque_cli's option and command tables; `man_pages.py`
-writes disque-server(1), disque-tui(1) and disque.conf(5) from the server's
+writes disque-server(1), disque-tui(1), disque-worker(1) and disque.conf(5) from the server's
 directive table and the dashboard's parser and keys.
 """
 

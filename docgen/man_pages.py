@@ -1,4 +1,5 @@
-"""The man pages of the other programs: disque-server(1), disque-tui(1), disque.conf(5).
+"""The man pages of the other programs: disque-server(1), disque-tui(1),
+disque-worker(1), disque.conf(5).
 
 Defaults come from the server's directive table (disque_server.config.PARAMS),
 the dashboard's options from its argument parser and its keys from its help
@@ -661,8 +662,92 @@ def tui_page() -> str:
     return "\n".join(out)
 
 
+# ---- disque-worker(1) -----------------------------------------------------------------
+
+WORKER_DESCRIPTIONS = {
+    "concurrency": "Jobs run at once (default: the worker's, 4 unless set in code). Plain "
+    "handlers run in that many threads; async ones as tasks on one event loop thread.",
+    "queues": "Run only the handlers of these queues (repeat the option); a queue the "
+    "worker has no handler for is an error.",
+    "nodes": "A node to start from, as host:port (repeat the option), instead of the "
+    "nodes the worker was given in code. The others are found through HELLO.",
+    "grace": "Seconds the running handlers get to finish after SIGTERM or Ctrl-C (default: "
+    "the worker's, 30). Past it their jobs are NACKed and the process exits; a second "
+    "signal NACKs them at once.",
+    "metrics_port": "Serve Prometheus metrics over HTTP on this port: "
+    "disque_worker_jobs_processed, _failed, _retried and _dead_lettered (counters by "
+    "queue) and disque_worker_handler_seconds (a histogram by queue).",
+    "log_level": "debug, info, warning or error (default info).",
+}
+
+
+WORKER_METAVARS = {
+    "concurrency": "n",
+    "queues": "queue",
+    "nodes": "host:port",
+    "grace": "seconds",
+    "metrics_port": "port",
+    "log_level": "level",
+}
+
+
+def worker_page() -> str:
+    import typer.main
+
+    from disque.worker_cli import app
+
+    command = typer.main.get_command(app)
+    out = [
+        f'.TH DISQUE\\-WORKER 1 "{DATE}" "{SOURCE}" "Disque manual"',
+        ".SH NAME",
+        "disque\\-worker \\- run the job handlers of a disque.Worker",
+        ".SH SYNOPSIS",
+        ".B disque\\-worker",
+        "\\fImodule\\fR[:\\fIattribute\\fR] [\\fIoptions\\fR]",
+        ".SH DESCRIPTION",
+        "\\fBdisque\\-worker\\fR imports \\fImodule\\fR from the current directory and",
+        "runs the handlers of the \\fBdisque.Worker\\fR named by \\fIattribute\\fR",
+        "(\\fBworker\\fR when left out): it fetches jobs from their queues with GETJOB,",
+        "runs the handler of each, and acknowledges the job (ACKJOB) when the handler",
+        "returns. A handler that raises gets its job NACKed with a delay growing with its",
+        "attempts (NACK DELAY on nodes that have it), \\fBRetry\\fR(delay=) chooses",
+        "the delay, and after the worker's max_attempts the job goes to the queue",
+        "\\fIqueue\\fB:dead\\fR. Long handlers keep their job with WORKING. SIGTERM and",
+        "Ctrl-C stop fetching and give the running handlers the grace period.",
+        ".SH OPTIONS",
+    ]
+    for param in command.params:
+        if param.param_type_name != "option":
+            continue
+        flags = ", ".join(f"\\fB{esc(flag)}\\fR" for flag in param.opts)
+        if not param.is_flag:
+            metavar = WORKER_METAVARS.get(param.name or "", param.name or "")
+            flags += f" \\fI{esc(metavar)}\\fR"
+        text = WORKER_DESCRIPTIONS.get(param.name or "") or (param.help or "").capitalize() + "."
+        out += [".TP", flags, esc(text)]
+    out += [".TP", "\\fB\\-\\-help\\fR", "Print the usage and exit."]
+    out += [
+        ".SH EXIT STATUS",
+        "0 after a stop by signal; 1 when no node answers; 2 for a bad",
+        "\\fImodule\\fR:\\fIattribute\\fR, an unknown queue or a bad option.",
+        ".SH EXAMPLES",
+        ".PP",
+        ".nf",
+        "disque\\-worker app:worker",
+        "disque\\-worker app.tasks:worker \\-\\-concurrency 8 \\-\\-queues emails "
+        "\\-\\-metrics\\-port 9109",
+        "disque\\-worker app:worker \\-\\-node 10.0.0.1:7711 \\-\\-node 10.0.0.2:7711",
+        ".fi",
+        ".SH SEE ALSO",
+        "\\fBdisque\\fR(1), \\fBdisque\\-server\\fR(1)",
+        "",
+    ]
+    return "\n".join(out)
+
+
 PAGES = {
     "man/disque-server.1": server_page,
     "man/disque-tui.1": tui_page,
+    "man/disque-worker.1": worker_page,
     "man/disque.conf.5": conf_page,
 }

@@ -1,4 +1,5 @@
-"""man/disque-server.1, man/disque-tui.1, man/disque.conf.5: generated, fresh, readable."""
+"""man/disque-server.1, man/disque-tui.1, man/disque-worker.1, man/disque.conf.5:
+generated, fresh, readable."""
 
 from __future__ import annotations
 
@@ -72,3 +73,16 @@ def test_page_contents() -> None:
     manager = cli.split("\nCLUSTER MANAGER\n")[1].split("\nCOMMANDS\n")[0]
     assert "leave host:port [--yes] [--shutdown] [--timeout secs]" in manager
     assert "Removing a node" in manager and "[OK] 10.0.0.3:7711 shut down." in manager
+
+
+def test_worker_page_lists_every_option() -> None:
+    import typer.main
+
+    from disque.worker_cli import app
+
+    page = render("man/disque-worker.1")
+    options = [p for p in typer.main.get_command(app).params if p.param_type_name == "option"]
+    assert len(options) >= 6
+    for option in options:
+        assert f"\n       {', '.join(option.opts)} " in page, option.opts
+    assert "disque-worker module[:attribute] [options]" in page
