@@ -151,8 +151,7 @@ class Client:
         client blocks or is closing; past RUN_BUDGET requests the rest waits for the
         next event-loop pass."""
         requests = self.requests
-        server = self.server
-        dispatch = server.dispatch
+        server = self.server  # (server.dispatch is called as a method: a native call)
         budget = RUN_BUDGET
         server.command_start = perf_counter()
         while (
@@ -172,7 +171,7 @@ class Client:
                 return
             if argv is None:
                 return
-            dispatch(self, argv)
+            server.dispatch(self, argv)
 
     def protocol_error(self, reason: str) -> None:
         self.server.log.verbose("Protocol error from client %s: %s", self.addr, reason)

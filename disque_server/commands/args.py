@@ -85,9 +85,11 @@ def parse_timeout_or_reply(c: Client, arg: bytes) -> int | None:
     return value
 
 
-def validate_job_ids(c: Client, ids: list[bytes]) -> bool:
-    for jid in ids:
-        if not valid_job_id(jid):
+def validate_job_ids(c: Client, ids: list[bytes], first: int = 1) -> bool:
+    """Whether ids[first:] are all job IDs (else BADID is the reply). The IDs of a
+    command line are argv from 1 on: no slice is made for that."""
+    for i in range(first, len(ids)):
+        if not valid_job_id(ids[i]):
             c.reply(BADID)
             return False
     return True

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def ackjob_command(c: Client, argv: list[bytes]) -> None:
-    if not validate_job_ids(c, argv[1:]):
+    if not validate_job_ids(c, argv):
         return
     server = c.server
     cluster = server.cluster
@@ -55,8 +55,8 @@ def ackjob_alone(c: Client, argv: list[bytes]) -> None:
     job is deleted at once (what the GC of an ACK comes to with no other owner)."""
     jobs = c.server.jobs
     known = 0
-    for jid in argv[1:]:
-        job = jobs.lookup(jid)
+    for i in range(1, len(argv)):
+        job = jobs.lookup(argv[i])
         if job is not None:
             if job.state != ACKED:
                 known += 1
@@ -74,7 +74,7 @@ def create_dummy_ack(c: Client, jid: bytes) -> Job:
 
 
 def fastack_command(c: Client, argv: list[bytes]) -> None:
-    if not validate_job_ids(c, argv[1:]):
+    if not validate_job_ids(c, argv):
         return
     server = c.server
     known = 0
@@ -91,12 +91,12 @@ def fastack_command(c: Client, argv: list[bytes]) -> None:
 
 
 def deljob_command(c: Client, argv: list[bytes]) -> None:
-    if not validate_job_ids(c, argv[1:]):
+    if not validate_job_ids(c, argv):
         return
     jobs = c.server.jobs
     known = 0
-    for jid in argv[1:]:
-        job = jobs.lookup(jid)
+    for i in range(1, len(argv)):
+        job = jobs.lookup(argv[i])
         if job is not None:
             jobs.unregister(job)
             known += 1
@@ -174,7 +174,7 @@ def nack_delayed(c: Client, ids: list[bytes], delay_arg: bytes) -> None:
     if not delay:
         enqueue_generic(c, [b"nack", *ids], nack=True)
         return
-    if not validate_job_ids(c, ids):
+    if not validate_job_ids(c, ids, 0):
         return
     server = c.server
     requeue_at = now_ms() + delay * 1000
@@ -192,7 +192,7 @@ def nack_delayed(c: Client, ids: list[bytes], delay_arg: bytes) -> None:
 
 
 def enqueue_generic(c: Client, argv: list[bytes], nack: bool) -> None:
-    if not validate_job_ids(c, argv[1:]):
+    if not validate_job_ids(c, argv):
         return
     server = c.server
     enqueued = 0
@@ -206,7 +206,7 @@ def enqueue_generic(c: Client, argv: list[bytes], nack: bool) -> None:
 
 
 def dequeue_command(c: Client, argv: list[bytes]) -> None:
-    if not validate_job_ids(c, argv[1:]):
+    if not validate_job_ids(c, argv):
         return
     server = c.server
     dequeued = 0
