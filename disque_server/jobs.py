@@ -146,7 +146,6 @@ class Jobs:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.by_id = JobIndex()
-        # lookup(jid) -> Job | None: the index's own get, one call less per lookup
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
         self.unplaced: list[Job] = []  # awake time set since the last tick, not filed
