@@ -174,7 +174,8 @@ def test_query_stopped_mid_batch_nacks_the_batch(spark, start_node, tmp_path):
         release.wait(30)
 
     sink = Collector(on_first=hold)
-    query = start_stream(spark, seeds(node), "mq", sink, tmp_path / "ck")
+    # No second trigger (it would commit the batch) while the stop is on its way.
+    query = start_stream(spark, seeds(node), "mq", sink, tmp_path / "ck", trigger="1 hour")
     stopper = threading.Thread(target=query.stop)
     try:
         assert inside.wait(60), "no batch reached the sink"
