@@ -42,6 +42,26 @@ PRIORITY_LEAVING = 100
 # ---------------------------------------------------------------------------
 
 
+def _client_options(
+    host: str,
+    port: int,
+    password: str | None,
+    socket_timeout: float | None,
+    connect_timeout: float | None,
+    tls: TLS | None,
+) -> dict[str, Any]:
+    """What connect and connect_async give redis-py alike (each adds its own Retry)."""
+    return {
+        "host": host,
+        "port": port,
+        "password": password or None,
+        "protocol": 2,
+        "socket_timeout": socket_timeout,
+        "socket_connect_timeout": connect_timeout,
+        **(tls.client_kwargs() if tls else {}),
+    }
+
+
 def connect(
     host: str,
     port: int,
@@ -61,14 +81,8 @@ def connect(
     switches redis-py's response callbacks off (INFO as bytes, not a dict).
     """
     client = redis.Redis(
-        host=host,
-        port=port,
-        password=password or None,
-        protocol=2,
-        socket_timeout=socket_timeout,
-        socket_connect_timeout=connect_timeout,
         retry=Retry(NoBackoff(), 0),
-        **(tls.client_kwargs() if tls else {}),
+        **_client_options(host, port, password, socket_timeout, connect_timeout, tls),
     )
     if raw:
         client.response_callbacks.clear()
@@ -90,15 +104,9 @@ def connect_async(
     from redis.asyncio.retry import Retry as AsyncRetry
 
     client = aredis.Redis(
-        host=host,
-        port=port,
-        password=password or None,
-        protocol=2,
-        socket_timeout=socket_timeout,
-        socket_connect_timeout=connect_timeout,
         retry=AsyncRetry(NoBackoff(), 0),
         max_connections=max_connections,
-        **(tls.client_kwargs() if tls else {}),
+        **_client_options(host, port, password, socket_timeout, connect_timeout, tls),
     )
     client.response_callbacks.clear()
     return client

@@ -22,7 +22,6 @@ TTL) whose body is the IDs it took. So:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import redis
@@ -189,18 +188,20 @@ def settle(client: redis.Redis, receipt: str, command: str) -> tuple[int, int]:
     return named, done
 
 
-def settle_all(
-    planned: list[FetchPartition], conn: Connection, command: str
-) -> Iterator[tuple[int, int]]:
+def settle_all(planned: list[FetchPartition], conn: Connection, command: str) -> tuple[int, int]:
     """settle() every task of some batches, one connection per node; a node that
-    cannot be reached is logged (its jobs come back after their RETRY time)."""
+    cannot be reached is logged (its jobs come back after their RETRY time). The
+    sums: (jobs named, the commands' counts)."""
     clients: dict[tuple[str, int], redis.Redis] = {}
+    named = done = 0
     try:
         for part in planned:
             key = (part.host, part.port)
             try:
                 client = clients.get(key) or clients.setdefault(key, conn.open(*key))
-                yield settle(client, part.receipt, command)
+                n, d = settle(client, part.receipt, command)
+                named += n
+                done += d
             except (redis.RedisError, OSError) as exc:
                 log.warning(
                     "disque: %s of the jobs of %s failed on %s:%d (%s); they come back "
@@ -214,3 +215,4 @@ def settle_all(
     finally:
         for client in clients.values():
             client.close()
+    return named, done

@@ -376,8 +376,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             high = end.get("seq", 0)
             tasks = [task for seq, batch in self.planned if seq <= high for task in batch]
             self.planned = [(seq, batch) for seq, batch in self.planned if seq > high]
-            for _ in settle_all(tasks, self._connection(), "ACKJOB"):
-                pass
+            settle_all(tasks, self._connection(), "ACKJOB")
             done = [job for seq, batch in self.pending if seq <= high for job in batch]
             if done:
                 self._ack(done)
@@ -448,10 +447,7 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         tasks = [task for _, batch in self.planned for task in batch]
         self.planned = []  # whatever happens now, never send them twice
         if tasks:
-            named = queued = 0
-            for n, done in settle_all(tasks, self._connection(), "NACK"):
-                named += n
-                queued += done
+            named, queued = settle_all(tasks, self._connection(), "NACK")
             log.info(
                 "disque: stream stopped: %d of %d uncommitted jobs queued again (NACK)",
                 queued,
