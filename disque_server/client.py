@@ -16,10 +16,10 @@ import asyncio
 import itertools
 import socket
 import time
-from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from disque_server import resp
+from disque_server.clock import command_clock
 from disque_server.request_reader import RequestError, RequestReader
 from disque_server.resp import RESP2, Protocol
 
@@ -72,6 +72,7 @@ class Client:
         self.reading_paused = False
         self.writing_paused = False  # its replies pile up: run no more of its requests
         self.last_cmd: Command | None = None  # (CLIENT LIST's cmd=)
+        self.flush_due = False  # its replies go out at the end of the event-loop pass
         # (Interpreted, CPython 3.11 drops the compact layout of instance attributes past
         # 29 of them, and each request costs 12% more: keep few.)
 
@@ -143,7 +144,7 @@ class Client:
                 self.transport.pause_reading()
             return
         self.process_input()
-        self.flush()
+        self.flush_soon()
 
     # ---- input --------------------------------------------------------------------
     def process_input(self) -> None:
@@ -153,7 +154,7 @@ class Client:
         requests = self.requests
         server = self.server  # (server.dispatch is called as a method: a native call)
         budget = RUN_BUDGET
-        server.command_start = perf_counter()
+        server.command_start = command_clock()
         while (
             not self.blocked
             and not self.closing
@@ -162,6 +163,7 @@ class Client:
         ):
             budget -= 1
             if budget < 0:
+                self.flush_soon()  # (queued first: these replies go before the next pass)
                 server.loop.call_soon(self.resume)
                 return
             try:
@@ -192,6 +194,15 @@ class Client:
                 transport.write(data)
         if self.closing and transport is not None and not transport.is_closing():
             transport.close()
+
+    def flush_soon(self) -> None:
+        """Write the replies once the event loop has run every client it read this
+        pass, as Disque does before it sleeps: the writes of a pass go out together,
+        so a peer woken by the first finds the others ready (each wake-up of a
+        sleeping peer costs the node a scheduler call in the kernel)."""
+        if not self.flush_due:
+            self.flush_due = True
+            self.server.flush_later(self)
 
     def close_after_reply(self) -> None:
         self.closing = True

@@ -54,6 +54,7 @@ PROTO_MAX_BULK_LEN: Final = 512 * 1024 * 1024
 SCAN_PENDING_MAX: Final = 1024 * 1024  # past this, follow the request header by header instead
 FOLLOW_MAX_REQUESTS: Final = 8  # ... or inside one after fewer requests than this
 NOT_BULK_STRINGS: Final = "expected a multibulk request of bulk strings"
+MIN_BULK: Final = 6  # the bytes of the shortest bulk string, $0\r\n\r\n
 CR: Final = 13
 LF: Final = 10
 DIGIT_0: Final = 48
@@ -139,6 +140,8 @@ class RequestReader:
             plain = self.next_plain()
             if plain is not None:
                 return plain
+            if self.chunk_pos >= len(self.chunk) and not self.deferred:
+                return None  # all used: the common end of a read, with no hiredis call
         while True:
             if self.inline_buf:
                 if self.inline_buf[self.inline_pos] == STAR:  # back to multibulk requests
@@ -198,9 +201,12 @@ class RequestReader:
         if pos < 0 or self.header_value == 0:
             return None  # (an empty array is skipped by the general path)
         count = self.header_value
+        if count * MIN_BULK > end - pos:
+            return None  # cannot be all in this read (and the list below stays small)
         max_bulk = self.max_bulk
-        argv: list[bytes] = []
-        while count > 0:
+        argv = [b""] * count  # (sized once: no appends growing it)
+        i = 0
+        while i < count:
             if pos >= end or buf[pos] != DOLLAR:
                 return None
             pos = self.plain_header(buf, pos + 1, end, max_bulk)
@@ -209,9 +215,9 @@ class RequestReader:
             stop = pos + self.header_value
             if stop + 2 > end or buf[stop] != CR or buf[stop + 1] != LF:
                 return None
-            argv.append(buf[pos:stop])
+            argv[i] = buf[pos:stop]
             pos = stop + 2
-            count -= 1
+            i += 1
         self.chunk_pos = pos
         return argv
 

@@ -17,7 +17,6 @@ import time
 import traceback
 from collections import deque
 from dataclasses import dataclass, field
-from time import perf_counter
 from typing import Any, Final
 
 from disque_server import metrics, resp, tls
@@ -25,6 +24,7 @@ from disque_server.ack import Acks
 from disque_server.aof import AOF
 from disque_server.blocking import BlockedGetJob
 from disque_server.client import Client
+from disque_server.clock import command_clock
 from disque_server.cluster import Cluster, replication
 from disque_server.collector import Collector
 from disque_server.commands import Command, build_table, getjob
@@ -99,6 +99,7 @@ class Server:
         self.run_id = os.urandom(20).hex()
         self.stats = Stats()
         self.clients: dict[Client, None] = {}
+        self.clients_to_flush: list[Client] = []  # (Client.flush_soon)
         self.monitors: dict[Client, None] = {}
         self.ctime_clock = CtimeClock()
         self.jobs = Jobs(self)
@@ -320,13 +321,27 @@ class Server:
             client.reply_error(f"ERR internal error while running '{cmd.name}': {exc}")
         # One clock read per command: its time runs from the end of the one before in
         # the same pass (or the start of the pass), so it includes reading its request.
-        now = perf_counter()
-        elapsed = now - self.command_start
+        # Wall-clock time, as Disque's ustime(): a C double from librt, no float object
+        # and no call through the time module (7% of a pipelined ACKJOB's CPU).
+        now = command_clock()
+        elapsed = max(now - self.command_start, 0.0)  # (a clock set back)
         self.command_start = now
         cmd.calls += 1  # (total_commands_processed is their sum)
         cmd.usec += elapsed
         if elapsed >= self.slow_s:
             self.command_was_slow(client, cmd, argv, elapsed)
+
+    def flush_later(self, client: Client) -> None:
+        if not self.clients_to_flush:
+            self.loop.call_soon(self.flush_clients)
+        self.clients_to_flush.append(client)
+
+    def flush_clients(self) -> None:
+        """The replies of the event-loop pass, client by client."""
+        clients, self.clients_to_flush = self.clients_to_flush, []
+        for client in clients:
+            client.flush_due = False
+            client.flush()
 
     def count_commands(self) -> int:
         """total_commands_processed: every command run, counted by command."""
