@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from typing import Final
+from typing import Final, TypeVar
 
 import librt.time
 
@@ -26,6 +26,19 @@ def command_clock() -> float:
 
 
 _random: Final = random.random
+T = TypeVar("T")
+
+
+def pick(items: list[T], k: int) -> list[T]:
+    """k of the items (all when fewer) in random order: random.sample's result,
+    drawn in compiled code (random.sample runs as interpreted Python). Shuffles
+    ``items`` in part: pass a copy."""
+    n = len(items)
+    k = min(k, n)
+    for i in range(k):
+        j = i + int(_random() * (n - i))
+        items[i], items[j] = items[j], items[i]
+    return items[:k]
 
 
 def time_error_ms(retry_s: int) -> int:

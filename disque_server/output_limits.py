@@ -21,9 +21,14 @@ if TYPE_CHECKING:
 class OutputLimits:
     def __init__(self) -> None:
         self.soft_since: dict[Client, float] = {}  # over the soft limit since (monotonic)
+        self.setting = ""  # client-output-buffer-limit as last parsed, and its numbers
+        self.limits = (0, 0, 0)
 
     def enforce(self, server: Server) -> None:
-        hard, soft, seconds = output_limits(server.config["client-output-buffer-limit"])
+        setting = server.config["client-output-buffer-limit"]
+        if setting != self.setting:  # parsed once per CONFIG SET, not every tick
+            self.setting, self.limits = setting, output_limits(setting)
+        hard, soft, seconds = self.limits
         if not hard and not soft:
             self.soft_since.clear()
             return

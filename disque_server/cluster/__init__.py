@@ -17,14 +17,13 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
-import random
 import ssl
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, cast
 
 from disque_server import tls
-from disque_server.clock import now_ms
+from disque_server.clock import now_ms, pick
 from disque_server.cluster import federation, gc, replication, requeue
 from disque_server.cluster.bus import BusLink
 from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
@@ -77,6 +76,21 @@ def parse_port_field(field: bytes) -> tuple[int, int] | None:
     return int(port), (0 if int(bus) == int(port) + 10000 else int(bus))
 
 
+def gossipable(node: ClusterNode) -> bool:
+    """A node gossip can tell others about: with an address, past its handshake."""
+    return bool(node.ip) and HANDSHAKE not in node.flags
+
+
+GOSSIP_FLAGS: Final = (FAIL, LEAVING, PFAIL)  # in the order gossip lists them
+
+
+def gossip_flags(node: ClusterNode) -> bytes:
+    """The flags gossip carries (failing, leaving) as "a,b", or "-" for none."""
+    if not node.flags:
+        return b"-"
+    return ",".join(f for f in GOSSIP_FLAGS if f in node.flags).encode() or b"-"
+
+
 def port_field(node: ClusterNode) -> bytes:
     """A node's ports in gossip: as Disque's (the port) unless its bus port is not
     port + 10000; nodes that do not know the @ form skip such an entry."""
@@ -116,7 +130,8 @@ class Cluster:
         self.ssl_client: ssl.SSLContext | None = None
         self.replications: dict[bytes, replication.Replication] = {}
         self.refills: dict[bytes, federation.Refill] = {}  # queue -> refill asked on drain
-        self._last_ping_round = 0
+        self._last_random_ping = 0
+        self.failing_known = False  # some node flagged PFAIL or FAIL (cron): gossip names it
 
     # ---- nodes.conf -------------------------------------------------------------
     def load_config(self) -> None:
@@ -425,18 +440,22 @@ class Cluster:
 
     def gossip_payload(self, target: ClusterNode) -> list[bytes]:
         """A few other nodes we know, with their flags: spreads membership and failures.
+        GOSSIP_ENTRIES picked at random, plus every node we see failing (as Redis
+        Cluster does), so that failure reports reach a majority quickly.
 
         One more element after the entries: our own TLS client port (0 for
         none), so HELLO over TLS can list every node's TLS port."""
-        others = [
-            n for n in self.nodes.values() if n is not target and HANDSHAKE not in n.flags and n.ip
-        ]
-        if len(others) > GOSSIP_ENTRIES:
-            others = random.sample(others, GOSSIP_ENTRIES)
+        known = list(self.nodes.values())
+        picked = pick(known, GOSSIP_ENTRIES + 2)
+        others = [n for n in picked if n is not target and gossipable(n)][:GOSSIP_ENTRIES]
+        if len(others) < GOSSIP_ENTRIES and len(picked) < len(known):
+            # Many in handshake: pick among those that can be told about.
+            others = pick([n for n in known if n is not target and gossipable(n)], GOSSIP_ENTRIES)
+        if self.failing_known:
+            others += [n for n in known if n.flags & FAILING and n not in others]
         payload: list[bytes] = []
         for n in others:
-            flags = ",".join(sorted(n.flags & {PFAIL, FAIL, LEAVING})) or "-"
-            payload += [n.id, n.ip.encode(), port_field(n), flags.encode()]
+            payload += [n.id, n.ip.encode(), port_field(n), gossip_flags(n)]
         payload.append(b"%d" % self.myself.tls_port)
         payload += self.announced
         return payload
@@ -453,34 +472,51 @@ class Cluster:
 
     def process_gossip(self, sender: ClusterNode, payload: list[bytes]) -> None:
         now = now_ms()
+        nodes = self.nodes
         for i in range(0, len(payload) - 3, 4):
-            node_id, ip, port, flags = payload[i : i + 4]
-            ports = parse_port_field(port)
-            if node_id == self.myself.id or not valid_node_id(node_id) or ports is None:
-                continue
-            node = self.nodes.get(node_id)
+            node_id = payload[i]
+            node = nodes.get(node_id)
             if node is None:
-                if self.blacklisted(node_id) or not valid_ip(ip):
-                    continue
-                node = ClusterNode(node_id, ip.decode(errors="replace"), *ports)
-                node.last_seen = now
-                self.nodes[node_id] = node
-                self.server.log.notice("Discovered node %s via gossip", node_id[:8].decode())
-                self.save_config()
-                self.connect(node)
+                self.gossip_about_new(payload[i + 1], payload[i + 2], node_id, now)
                 continue
-            if b"pfail" in flags or b"fail" in flags:
+            if node is self.myself:
+                continue
+            flags = payload[i + 3]
+            if flags != b"-" and (b"pfail" in flags or b"fail" in flags):
                 node.fail_reports[sender.id] = now
-            else:
+            elif node.fail_reports:
                 node.fail_reports.pop(sender.id, None)
+
+    def gossip_about_new(self, ip: bytes, port: bytes, node_id: bytes, now: int) -> None:
+        """A node gossip names that we do not know: add it and connect (what peers say
+        ends up in nodes.conf, so it is checked first)."""
+        ports = parse_port_field(port)
+        if (
+            ports is None
+            or not valid_node_id(node_id)
+            or self.blacklisted(node_id)
+            or not valid_ip(ip)
+        ):
+            return
+        node = ClusterNode(node_id, ip.decode(errors="replace"), *ports)
+        node.last_seen = now
+        self.nodes[node_id] = node
+        self.server.log.notice("Discovered node %s via gossip", node_id[:8].decode())
+        self.save_config()
+        self.connect(node)
 
     # ---- failure detection and the cluster cron ---------------------------------------
     def cron(self, now: int) -> None:
+        """Disque's ping schedule: every node whose last PONG is older than half the
+        node timeout is pinged (so each link carries a PING and a PONG about that
+        often, whatever the cluster's size), plus, once a second, the one of five
+        random nodes heard from longest ago, which keeps gossip flowing."""
         timeout = self.server.config["cluster-node-timeout"]
-        ping_every = max(50, min(1000, timeout // 4))
-        ping_round = now - self._last_ping_round >= ping_every
-        if ping_round:
-            self._last_ping_round = now
+        ping_after = max(50, timeout // 2)
+        if now - self._last_random_ping >= 1000:
+            self._last_random_ping = now
+            self.ping_one_random(now)
+        failing = 0
         for node in list(self.nodes.values()):
             if node is self.myself:
                 continue
@@ -491,26 +527,46 @@ class Cluster:
             if node.link is None:
                 if not node.connecting and now - node.connect_attempt >= min(1000, timeout // 2):
                     self.connect(node)
-            elif node.ping_sent and now - node.ping_sent > timeout // 2:
-                # No PONG for half the node timeout: the link may be dead while TCP
-                # still retries; drop it and connect again (as Disque's cron does).
-                node.link.close()
-                node.link = None
-                node.ping_sent = 0
-            elif ping_round and HANDSHAKE not in node.flags:
-                if not node.ping_sent:
-                    node.ping_sent = now
-                self.send(node, b"PING", self.gossip_payload(node))
+            elif node.ping_sent:
+                if now - node.ping_sent > timeout // 2:
+                    # No PONG for half the node timeout: the link may be dead while TCP
+                    # still retries; drop it and connect again (as Disque's cron does).
+                    node.link.close()
+                    node.link = None
+                    node.ping_sent = 0
+            elif now - node.pong_received >= ping_after and HANDSHAKE not in node.flags:
+                self.ping(node, now)
             if HANDSHAKE in node.flags:
                 continue
-            if now - node.last_seen > timeout and not node.flags & {PFAIL, FAIL}:
+            if now - node.last_seen > timeout and not node.flags & FAILING:
                 node.flags.add(PFAIL)
                 self.candidates_stale = True
                 self.server.log.notice("Node %s is possibly failing (PFAIL)", node.id[:8].decode())
-            if PFAIL in node.flags and FAIL not in node.flags:
-                self.check_fail(node, now, timeout)
+            if node.flags & FAILING:
+                failing += 1
+                if FAIL not in node.flags:
+                    self.check_fail(node, now, timeout)
+        self.failing_known = failing > 0
         replication.cron(self, now)
         federation.cron(self, now)
+
+    def ping(self, node: ClusterNode, now: int) -> None:
+        if self.send(node, b"PING", self.gossip_payload(node)):
+            node.ping_sent = now
+
+    def ping_one_random(self, now: int) -> None:
+        known = list(self.nodes.values())
+        sample = pick(known, 5)
+        idle = [
+            n
+            for n in sample
+            if n is not self.myself
+            and n.link is not None
+            and not n.ping_sent
+            and HANDSHAKE not in n.flags
+        ]
+        if idle:
+            self.ping(min(idle, key=lambda n: n.pong_received), now)
 
     def check_fail(self, node: ClusterNode, now: int, timeout: int) -> None:
         """PFAIL becomes FAIL when a majority of the nodes sees it failing."""

@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Scale-out: what a cluster of N nodes costs each node, this node against C Disque.
+
+    python bench/scale_out.py --ref-bin PATH [--sizes 10,25,50] [--idle 20]
+                              [--node-timeout 3000] [--requests N] [--out PATH]
+
+For each N, one cluster at a time on loopback (C Disque's first, then this
+checkout's, both with ``cluster-node-timeout`` given by --node-timeout):
+
+1. **mesh**: every node but the first is told ``CLUSTER MEET`` the first; the
+   seconds until every node knows all N and links to the other N - 1;
+2. **idle**: CPU of every node process (utime + stime from /proc) over
+   --idle seconds with nothing to do: the whole cluster in cores, and per
+   node in ms of CPU a second; the bus messages each node sent a second
+   (CLUSTER INFO's ``cluster_stats_messages_sent``);
+3. **ADDJOB REPLICATE 3**: redis-benchmark, 50 clients, on the first node;
+4. **failure**: the last node killed with SIGKILL; the seconds until every
+   other node flags it ``fail`` in CLUSTER NODES.
+
+Then a model of the idle cost per node at 100, 1,000 and 5,000 nodes for
+both: the per-node cost measured at each N fitted with ``a + b*N + c*N^2``
+(least squares), with the messages a second fitted the same way; a model
+from three to four points, not a measurement.
+
+Needs redis-benchmark and `ulimit -n` above 4N (each node holds 2(N - 1) bus
+links). A Markdown table goes to stdout (and --out), progress to stderr.
+About 4 minutes on 2 cores with the defaults. Always stops its nodes, also on
+an error, Ctrl-C or SIGTERM. Exit code 0 when the run completed, 1 when a
+step failed, 2 when a prerequisite is missing, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cluster import cluster_info, environment, start_node  # noqa: E402
+from single_node import (  # noqa: E402
+    HOST,
+    BenchError,
+    Server,
+    command,
+    redis_benchmark,
+    say,
+    sigterm_as_interrupt,
+)
+from vs_disque import start_reference  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+MESH_TIMEOUT_S = 120.0
+FAIL_TIMEOUT_S = 120.0
+MODEL_SIZES = (100, 1_000, 5_000)
+
+Start = Callable[[Path, str, Sequence[str]], Server]
+
+
+@dataclass
+class Point:
+    kind: str  # "C" or "ours"
+    nodes: int
+    mesh_s: float
+    idle_cores: float
+    messages_per_s: float  # sent by one node, the cluster's mean
+    addjob_rate: float
+    fail_s: float
+
+    @property
+    def per_node_ms(self) -> float:
+        return self.idle_cores * 1000 / self.nodes
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def messages_sent(node: Server) -> int:
+    return int(cluster_info(node.port).get("cluster_stats_messages_sent", "0"))
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float) -> float:
+    """Seconds until check() holds (polled every 0.1 s)."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise BenchError(f"{what}: not within {timeout:.0f}s")
+        time.sleep(0.1)
+    return time.monotonic() - start
+
+
+def meshed(nodes: Sequence[Server]) -> bool:
+    n = len(nodes)
+    for node in nodes:
+        info = cluster_info(node.port)
+        if info.get("cluster_known_nodes") != str(n) or info.get("cluster_reachable_nodes") != str(
+            n - 1
+        ):
+            return False
+    return True
+
+
+def flags_fail(node: Server, victim_port: int) -> bool:
+    for line in str(command(node.port, "CLUSTER", "NODES")).splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[1].rsplit(":", 1)[-1].split("@")[0] == str(victim_port):
+            return "fail" in fields[2].split(",")
+    return False
+
+
+def measure(kind: str, start: Start, tmp: Path, n: int, args: argparse.Namespace) -> Point:
+    extra = ["--cluster-node-timeout", str(args.node_timeout)]
+    nodes: list[Server] = []
+    try:
+        for i in range(n):
+            nodes.append(start(tmp, f"{kind}-{n}-{i}", extra))
+        say(f"{kind}, {n} nodes: started; meeting")
+        t0 = time.monotonic()
+        for node in nodes[1:]:
+            if command(node.port, "CLUSTER", "MEET", HOST, nodes[0].port) != "OK":
+                raise BenchError("CLUSTER MEET refused")
+        wait_until(f"{kind} {n}-node mesh", lambda: meshed(nodes), MESH_TIMEOUT_S)
+        mesh_s = time.monotonic() - t0
+        time.sleep(min(5.0, args.idle / 4))  # handshakes and their bursts settle
+        say(f"{kind}, {n} nodes: mesh in {mesh_s:.1f}s; idle for {args.idle:.0f}s")
+        sent0 = sum(messages_sent(node) for node in nodes)
+        cpu0 = sum(cpu_seconds(node.pid) for node in nodes)
+        t0 = time.monotonic()
+        time.sleep(args.idle)
+        cpu1 = sum(cpu_seconds(node.pid) for node in nodes)
+        elapsed = time.monotonic() - t0
+        sent1 = sum(messages_sent(node) for node in nodes)
+        idle_cores = (cpu1 - cpu0) / elapsed
+        messages = (sent1 - sent0) / elapsed / n
+        rate = redis_benchmark(
+            nodes[0].port,
+            args.requests,
+            1,
+            ["ADDJOB", "q", "x" * 16, "0", "REPLICATE", "3"],
+        )
+        victim = nodes.pop()
+        assert victim.proc is not None
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.proc.wait()
+        t0 = time.monotonic()
+        wait_until(
+            f"{kind} {n} nodes flag the killed one fail",
+            lambda: all(flags_fail(node, victim.port) for node in nodes),
+            FAIL_TIMEOUT_S,
+        )
+        fail_s = time.monotonic() - t0
+        point = Point(kind, n, mesh_s, idle_cores, messages, rate, fail_s)
+        say(
+            f"{kind}, {n} nodes: idle {point.per_node_ms:.1f} ms/s a node, "
+            f"{messages:.0f} msg/s a node, ADDJOB R3 {rate:,.0f}/s, fail in {fail_s:.1f}s"
+        )
+        return point
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+def fit(points: Sequence[tuple[int, float]]) -> Callable[[float], float]:
+    """Least squares a + b*N + c*N^2 (a line through two points; c >= 0)."""
+    xs = [float(x) for x, _ in points]
+    ys = [y for _, y in points]
+    if len(points) < 3:
+        b = (ys[-1] - ys[0]) / (xs[-1] - xs[0]) if len(points) > 1 else 0.0
+        a = ys[0] - b * xs[0]
+        return lambda n: a + b * n
+    # Normal equations for three unknowns, solved by Cramer's rule.
+    s = [sum(x**k for x in xs) for k in range(5)]
+    t = [sum(y * x**k for x, y in zip(xs, ys, strict=True)) for k in range(3)]
+    m = [[s[0], s[1], s[2]], [s[1], s[2], s[3]], [s[2], s[3], s[4]]]
+
+    def det(a: list[list[float]]) -> float:
+        return (
+            a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1])
+            - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+            + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0])
+        )
+
+    d = det(m)
+    coef = []
+    for col in range(3):
+        mc = [row[:] for row in m]
+        for r in range(3):
+            mc[r][col] = t[r]
+        coef.append(det(mc) / d)
+    a, b, c = coef
+    if c < 0:  # a curve bending down would promise a cost that falls: keep the line
+        return fit([points[0], points[-1]])
+    return lambda n: a + b * n + c * n * n
+
+
+def table(points: Sequence[Point]) -> str:
+    lines = [
+        "| N | kind | full mesh after MEET, s | idle CPU, whole cluster (cores) "
+        "| per node, ms of CPU per s | bus messages sent per node per s "
+        "| ADDJOB REPLICATE 3 /s | failure detected, s |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for p in points:
+        lines.append(
+            f"| {p.nodes} | {p.kind} | {p.mesh_s:.1f} | {p.idle_cores:.2f} "
+            f"| {p.per_node_ms:.1f} | {p.messages_per_s:.0f} | {p.addjob_rate:,.0f} "
+            f"| {p.fail_s:.1f} |"
+        )
+    sizes = sorted({p.nodes for p in points})
+    lines += ["", "| N | ours / C: idle per node | ADDJOB REPLICATE 3 | failure detection time |"]
+    lines.append("| ---: | ---: | ---: | ---: |")
+    for n in sizes:
+        by = {p.kind: p for p in points if p.nodes == n}
+        if {"C", "ours"} <= set(by):
+            c, o = by["C"], by["ours"]
+            lines.append(
+                f"| {n} | {o.per_node_ms / c.per_node_ms:.2f} "
+                f"| {o.addjob_rate / c.addjob_rate:.2f} | {o.fail_s / c.fail_s:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def model(points: Sequence[Point]) -> str:
+    lines = [
+        "Model (a fit of the measured points, a + b*N + c*N^2; not a measurement):",
+        "",
+        "| N | kind | idle CPU per node, ms per s | share of a core "
+        "| bus messages sent per node per s |",
+        "| ---: | --- | ---: | ---: | ---: |",
+    ]
+    for kind in ("C", "ours"):
+        mine = sorted((p for p in points if p.kind == kind), key=lambda p: p.nodes)
+        if len(mine) < 2:
+            continue
+        cpu = fit([(p.nodes, p.per_node_ms) for p in mine])
+        msgs = fit([(p.nodes, p.messages_per_s) for p in mine])
+        for n in MODEL_SIZES:
+            ms = cpu(n)
+            lines.append(f"| {n:,} | {kind} | {ms:,.0f} | {ms / 1000:.0%} | {msgs(n):,.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ref-bin", type=Path, help="C Disque's disque-server")
+    parser.add_argument("--sizes", default="10,25,50", help="cluster sizes (default 10,25,50)")
+    parser.add_argument("--idle", type=float, default=20.0, help="idle seconds measured")
+    parser.add_argument("--node-timeout", type=int, default=3000, help="ms (default 3000)")
+    parser.add_argument("--requests", type=int, default=50_000, help="ADDJOBs a run")
+    parser.add_argument("--out", type=Path, help="also write the table here")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if shutil.which("redis-benchmark") is None:
+        say("redis-benchmark not found (apt install redis-tools)")
+        return 2
+    kinds: list[tuple[str, Start]] = []
+    if args.ref_bin is not None:
+        if not os.access(args.ref_bin, os.X_OK):
+            say(f"--ref-bin {args.ref_bin}: no executable there")
+            return 2
+        ref_bin = args.ref_bin
+
+        def start_c(tmp: Path, name: str, extra: Sequence[str]) -> Server:
+            return start_reference(ref_bin, tmp, name, extra)
+
+        kinds.append(("C", start_c))
+    kinds.append(("ours", start_node))
+    points: list[Point] = []
+    try:
+        with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="scale-out-") as d:
+            for n in sizes:
+                for kind, start in kinds:
+                    points.append(measure(kind, start, Path(d), n, args))
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
+    except BenchError as exc:
+        say(f"failed: {exc}")
+        return 1
+    out = "\n".join(
+        [
+            table(points),
+            "",
+            model(points),
+            "",
+            f"Machine: {environment()}. Command: python bench/scale_out.py "
+            f"--ref-bin {args.ref_bin} --sizes {args.sizes} --idle {args.idle:.0f} "
+            f"--node-timeout {args.node_timeout}",
+        ]
+    )
+    print(out)
+    if args.out is not None:
+        args.out.write_text(out + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
