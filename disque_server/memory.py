@@ -90,6 +90,7 @@ class Memory:
         self.peak = 0
         self.level = OK
         self.evict_cursor = 0
+        self.refreshed_for = (-1, -1, -1)  # used, limit, job bytes the level is for
 
     def data_bytes(self) -> int:
         server = self.server
@@ -109,8 +110,12 @@ class Memory:
         self.used = used = self.data_bytes()
         if used > self.peak:
             self.peak = used
-        limit = self.server.config["maxmemory"]
+        limit: int = self.server.config["maxmemory"]
         jobs = self.server.jobs
+        key = (used, limit, jobs.data_bytes)
+        if key == self.refreshed_for:
+            return self.level  # an idle tick: nothing to recompute
+        self.refreshed_for = key
         if not limit:
             self.level = OK
             jobs.refresh_at = 1 << 62

@@ -121,10 +121,13 @@ def release_refill_waiters(refill: Refill) -> None:
 
 def cron(cluster: Cluster, now: int) -> None:
     """Keep asking for the queues with clients waiting (backoffs apply)."""
-    for name, refill in list(cluster.refills.items()):
-        if now > refill.deadline:
-            del cluster.refills[name]  # an asked node died or is slow: stop waiting
-            release_refill_waiters(refill)
+    if cluster.refills:
+        for name, refill in list(cluster.refills.items()):
+            if now > refill.deadline:
+                del cluster.refills[name]  # an asked node died or is slow: stop waiting
+                release_refill_waiters(refill)
+    if not cluster.server.queues.with_clients:
+        return  # (the common idle tick: no copy of an empty table)
     for q in list(cluster.server.queues.with_clients):
         if q.clients and not q.jobs:
             need_jobs(cluster, q.name)
