@@ -17,7 +17,7 @@ from collections.abc import Container
 from typing import TYPE_CHECKING, Final
 
 from disque_server.blocking import BlockedAddJob
-from disque_server.clock import now_ms
+from disque_server.clock import now_ms, pick
 from disque_server.job import (
     ACTIVE,
     FIELDS,
@@ -46,6 +46,8 @@ NOREPL_TIMEOUT: Final = (
 NOREPL_REMOVED: Final = (
     b"-NOREPL job removed (expired?) before the requested replication level was achieved\r\n"
 )
+
+_random: Final = random.random
 
 
 class Replication:
@@ -88,11 +90,21 @@ def candidates(cluster: Cluster, exclude: Container[bytes], count: int) -> list[
     """Up to ``count`` candidates with a link, not asked yet, chosen at random.
 
     As Disque's clusterReplicateJob: no link, no REPLJOB; the cron tries one
-    more node every 50 ms, so a link that comes up gets the job then."""
-    nodes = [
-        n for n in cluster.replication_candidates() if n.link is not None and n.id not in exclude
-    ]
-    return random.sample(nodes, count) if len(nodes) > count else nodes
+    more node every 50 ms, so a link that comes up gets the job then.
+
+    In a large cluster, drawn at random until enough fit (uniform among those
+    that do): nothing per job walks all the nodes."""
+    pool = cluster.replication_candidates()
+    size = len(pool)
+    if size > 4 * count:
+        chosen: list[ClusterNode] = []
+        for _ in range(8 * count):
+            node = pool[int(_random() * size)]
+            if node.link is not None and node.id not in exclude and node not in chosen:
+                chosen.append(node)
+                if len(chosen) == count:
+                    return chosen
+    return pick([n for n in pool if n.link is not None and n.id not in exclude], count)
 
 
 def replicate_new_job(
