@@ -1,11 +1,11 @@
 """How much CPU the dashboard's poller spends per poll cycle.
 
-    python -m disque_tui.bench_poll                       # 1 local node, 1000 queues
-    python -m disque_tui.bench_poll --nodes 10            # 10-node local cluster
-    python -m disque_tui.bench_poll -h HOST -p PORT       # an existing cluster as it is
+    python bench/tui_poll.py                       # 1 local node, 1000 queues
+    python bench/tui_poll.py --nodes 10            # 10-node local cluster
+    python bench/tui_poll.py -h HOST -p PORT       # an existing cluster as it is
 
-Without -p it starts throw-away `disque-server` processes (temporary
-directories, free ports), meets them into one cluster and creates
+Without -p it starts throw-away nodes of this checkout (bench/cluster.py's
+``running``: temporary directories, free ports), meets them into one cluster and creates
 `--queues` queues on every node (one job each, REPLICATE 1). Then it runs
 `Poller.poll_cycle` `--cycles` times and reports the process CPU time
 (user + system, this process only: the servers are other processes) and
@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,69 +26,11 @@ from pathlib import Path
 
 import redis
 
-from disque.protocol import parse_hello
-from disque_tui.poller import Poller
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cluster import running  # noqa: E402
 
-def free_port() -> int:
-    for _ in range(200):
-        with socket.socket() as a, socket.socket() as b:
-            try:
-                a.bind(("127.0.0.1", 0))
-                port = a.getsockname()[1]
-                if port + 10000 > 65535:
-                    continue
-                b.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port pair")
-
-
-def start_nodes(count: int, workdir: Path) -> list[tuple[subprocess.Popen, int]]:
-    nodes = []
-    for i in range(count):
-        port = free_port()
-        d = workdir / f"node{i}"
-        d.mkdir(parents=True)
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "disque_server",
-                "--port",
-                str(port),
-                "--dir",
-                str(d),
-                "--logfile",
-                str(d / "log"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        nodes.append((proc, port))
-    for _, port in nodes:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with redis.Redis(port=port, protocol=2, socket_timeout=1) as c:
-                    c.execute_command("PING")
-                break
-            except redis.RedisError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-    first = nodes[0][1]
-    for _, port in nodes[1:]:
-        with redis.Redis(port=first, protocol=2) as c:
-            c.execute_command("CLUSTER", "MEET", "127.0.0.1", str(port))
-    deadline = time.monotonic() + 30
-    while count > 1 and time.monotonic() < deadline:
-        with redis.Redis(port=first, protocol=2) as c:
-            if len(parse_hello(c.execute_command("HELLO")).nodes) >= count:
-                break
-        time.sleep(0.1)
-    return nodes
+from disque_tui.poller import Poller  # noqa: E402
 
 
 def fill(port: int, queues: int, prefix: str) -> None:
@@ -126,7 +67,7 @@ async def measure(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="bench_poll", add_help=False, description=__doc__.split("\n\n")[0]
+        prog="tui_poll.py", add_help=False, description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--help", action="help")
     parser.add_argument("-h", "--host", default="127.0.0.1")
@@ -144,27 +85,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scan-count", type=int, default=500)
     args = parser.parse_args(argv)
 
-    started: list[tuple[subprocess.Popen, int]] = []
-    tmp = None
-    try:
+    with contextlib.ExitStack() as stack:
         if args.port is None:
-            tmp = tempfile.TemporaryDirectory(prefix="bench_poll")
-            started = start_nodes(args.nodes, Path(tmp.name))
-            for n, (_, port) in enumerate(started):
-                fill(port, args.queues, f"n{n}q")
-            port = started[0][1]
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tui_poll")))
+            nodes = stack.enter_context(running(tmp, "poll", args.nodes))
+            for n, node in enumerate(nodes):
+                fill(node.port, args.queues, f"n{n}q")
+            port = nodes[0].port
         else:
             port = args.port
-        cpu, wall, nodes, queues = asyncio.run(
+        cpu, wall, seen, queues = asyncio.run(
             measure(args.host, port, args.cycles, args.warmup, args.scan_count)
         )
-    finally:
-        for proc, _ in started:
-            proc.terminate()
-        for proc, _ in started:
-            proc.wait(10)
-        if tmp is not None:
-            tmp.cleanup()
 
     def stats(values: list[float]) -> str:
         ordered = sorted(values)
@@ -175,12 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     print(
-        f"poller: {nodes} node(s), {queues} queues in total (QSCAN COUNT {args.scan_count},"
+        f"poller: {seen} node(s), {queues} queues in total (QSCAN COUNT {args.scan_count},"
         f" QSTAT pipelined), {args.cycles} cycles, pid {os.getpid()}"
     )
     print(f"  CPU per cycle:  {stats(cpu)}")
     print(f"  wall per cycle: {stats(wall)}")
-    print(f"  CPU per node per cycle: {statistics.fmean(cpu) / max(1, nodes):.1f} ms")
+    print(f"  CPU per node per cycle: {statistics.fmean(cpu) / max(1, seen):.1f} ms")
     return 0
 
 

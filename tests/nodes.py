@@ -6,6 +6,7 @@ port, in its own temporary directory, logging to a file the test can read.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
@@ -20,6 +21,8 @@ from typing import Any
 
 import redis
 
+from tests.polling import Poll
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -30,20 +33,10 @@ def wait_for(
     message: str = "condition",
 ) -> Any:
     """Poll `predicate` until it returns a truthy value; fail the test after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last_exc: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception as exc:  # the node may be starting or restarting
-            last_exc = exc
+    poll = Poll(predicate, timeout, message)
+    while (value := poll.value()) is None:
         time.sleep(interval)
-    raise AssertionError(
-        f"timed out after {timeout}s waiting for {message}"
-        + (f" (last error: {last_exc!r})" if last_exc else "")
-    )
+    return value
 
 
 def links_up(node: Node) -> int:
@@ -122,6 +115,7 @@ class Node:
         self.extra_args = list(args or [])
         self.proc: subprocess.Popen | None = None
         self.logfile = self.dir / "node.log"
+        self.stderr_file: Path | None = None  # (None: a pipe)
 
     # ---- process control -------------------------------------------------
     def command_line(self) -> list[str]:
@@ -141,16 +135,27 @@ class Node:
             cmd += [f"--{key}", str(value)]
         return cmd
 
+    def popen_options(self) -> dict[str, Any]:
+        """More subprocess.Popen options (subclasses: a process group, a limit)."""
+        return {}
+
     def start(self, wait: bool = True) -> Node:
+        """Start the process (stderr to ``stderr_file`` when set, else a pipe read if
+        the node exits at start); by default wait until it answers."""
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        self.proc = subprocess.Popen(
-            self.command_line(),
-            cwd=self.dir,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        with contextlib.ExitStack() as stack:
+            stderr: Any = subprocess.PIPE
+            if self.stderr_file is not None:
+                stderr = stack.enter_context(open(self.stderr_file, "ab"))
+            self.proc = subprocess.Popen(
+                self.command_line(),
+                cwd=self.dir,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                **self.popen_options(),
+            )
         if wait:
             self.wait_ready()
         return self

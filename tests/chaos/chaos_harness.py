@@ -137,24 +137,8 @@ class ChaosNode(Node):
         self.gid = gid
         self.stderr_file = self.dir / "stderr.log"
 
-    def start(self, wait: bool = True) -> Node:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = (
-            str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
-        )
-        extra: dict[str, Any] = {"group": self.gid} if self.gid is not None else {}
-        with open(self.stderr_file, "ab") as err:
-            self.proc = subprocess.Popen(
-                self.command_line(),
-                cwd=self.dir,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                **extra,
-            )
-        if wait:
-            self.wait_ready()
-        return self
+    def popen_options(self) -> dict[str, Any]:
+        return {"group": self.gid} if self.gid is not None else {}
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         super().wait_ready(timeout)

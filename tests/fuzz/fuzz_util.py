@@ -10,15 +10,14 @@ import contextlib
 import os
 import resource
 import socket
-import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import hiredis
 import pytest
-from nodes import ROOT, Node
+from nodes import Node
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "150"))
 
@@ -33,28 +32,15 @@ class FuzzNode(Node):
         self.stderr_file = self.dir / "stderr.log"
         self.nofile = nofile
 
-    def start(self, wait: bool = True) -> Node:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        preexec: Callable[[], None] | None = None
-        if self.nofile is not None:
-            limit = self.nofile
+    def popen_options(self) -> dict[str, Any]:
+        if self.nofile is None:
+            return {}
+        limit = self.nofile
 
-            def preexec() -> None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+        def preexec() -> None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
-        with open(self.stderr_file, "ab") as err:
-            self.proc = subprocess.Popen(
-                self.command_line(),
-                cwd=self.dir,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                preexec_fn=preexec,
-            )
-        if wait:
-            self.wait_ready()
-        return self
+        return {"preexec_fn": preexec}
 
     def stderr_text(self) -> str:
         path = Path(self.stderr_file)

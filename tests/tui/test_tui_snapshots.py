@@ -6,11 +6,14 @@ then review the SVGs under __snapshots__/ before committing them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 from tui_fixtures import FixedSource, incident_snapshot
+from tui_live import wait_until
 
 from disque_tui.app import DisqueTUI
 from disque_tui.confirm import ConfirmScreen
@@ -26,12 +29,9 @@ def fixed_app() -> DisqueTUI:
     return DisqueTUI(FixedSource(), seed="127.0.0.1:7711")
 
 
-async def until(pilot: Pilot, predicate) -> None:
-    for _ in range(200):
-        if predicate():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError("screen not ready")
+async def until(pilot: Pilot, predicate: Callable[[], Any]) -> None:
+    """The screen reached a state: checked every 10 ms, for up to 2 s."""
+    await wait_until(pilot, predicate, timeout=2.0, message="the screen", interval=0.01)
 
 
 def test_overview_screen(snap_compare) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -14,6 +13,7 @@ from disque.tls import TLS
 from disque_tui.app import DisqueTUI
 from disque_tui.poller import Poller, PollerThread
 from disque_tui.table import SnapshotTable
+from tests.polling import Poll
 
 INTERVAL = 0.2
 SIZE = (100, 30)
@@ -37,43 +37,35 @@ def run(coro: Coroutine[Any, Any, Any]) -> Any:
 
 
 async def wait_until(
-    pilot: Pilot, predicate: Callable[[], Any], timeout: float = 10.0, message: str = "condition"
+    pilot: Pilot,
+    predicate: Callable[[], Any],
+    timeout: float = 10.0,
+    message: str = "condition",
+    interval: float = 0.05,
 ) -> Any:
     """Let the app run until `predicate()` is truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last_exc: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception as exc:  # the app may not have drawn that part yet
-            last_exc = exc
-        await pilot.pause(0.05)
-    raise AssertionError(
-        f"timed out after {timeout}s waiting for {message}"
-        + (f" (last error: {last_exc!r})" if last_exc else "")
-    )
+    poll = Poll(predicate, timeout, message)
+    while (value := poll.value()) is None:
+        await pilot.pause(interval)
+    return value
 
 
 async def wait_in_thread(
     pilot: Pilot, predicate: Callable[[], Any], timeout: float = 10.0, message: str = "condition"
 ) -> Any:
-    """Like wait_until, for predicates that talk to the cluster (blocking calls)."""
-
-    async def check() -> Any:
+    """Like wait_until, for predicates that talk to the cluster (blocking calls: run in
+    a thread, so the app keeps drawing)."""
+    poll = Poll(predicate, timeout, message)
+    while True:
         try:
-            return await asyncio.to_thread(predicate)
-        except Exception:
-            return None
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await check()
+            value = await asyncio.to_thread(predicate)
+        except Exception as exc:
+            poll.last_exc = exc
+            value = None
         if value:
             return value
+        poll.check_deadline()
         await pilot.pause(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
 def cell(table: SnapshotTable, key: str, column: str) -> str:
