@@ -33,7 +33,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +48,7 @@ from single_node import (  # noqa: E402
     command,
     say,
     sigterm_as_interrupt,
+    wait_until,
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -147,18 +147,23 @@ def form_cluster(nodes: list[Server]) -> None:
         reply = command(node.port, "CLUSTER", "MEET", HOST, nodes[0].port)
         if reply != "OK":
             raise BenchError(f"CLUSTER MEET replied {reply!r}")
-    deadline = time.monotonic() + MESH_TIMEOUT
+    wait_until(
+        lambda: meshed(nodes),
+        MESH_TIMEOUT,
+        f"the {len(nodes)} nodes did not form a full mesh within {MESH_TIMEOUT:.0f}s",
+    )
+
+
+def meshed(nodes: Sequence[Server]) -> bool:
+    """Does every node know all the nodes and count the others reachable?"""
     n = len(nodes)
-    while time.monotonic() < deadline:
-        infos = [cluster_info(node.port) for node in nodes]
-        if all(
-            i.get("cluster_known_nodes") == str(n)
-            and i.get("cluster_reachable_nodes") == str(n - 1)
-            for i in infos
+    for node in nodes:
+        info = cluster_info(node.port)
+        if info.get("cluster_known_nodes") != str(n) or info.get("cluster_reachable_nodes") != str(
+            n - 1
         ):
-            return
-        time.sleep(0.1)
-    raise BenchError(f"the {n} nodes did not form a full mesh within {MESH_TIMEOUT:.0f}s")
+            return False
+    return True
 
 
 @contextlib.contextmanager

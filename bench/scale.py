@@ -38,7 +38,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cluster import FULL, Row, environment, run_row, running  # noqa: E402
 from run_all import fill  # noqa: E402
-from single_node import HOST, BenchError, Server, command, say, sigterm_as_interrupt  # noqa: E402
+from single_node import (  # noqa: E402
+    HOST,
+    BenchError,
+    Server,
+    command,
+    say,
+    sigterm_as_interrupt,
+    wait_until,
+)
 
 PROBE_EVERY_S = 0.005
 
@@ -221,11 +229,11 @@ def run(args: argparse.Namespace) -> str:
 
 
 def wait_blocked(port: int, count: int, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while info_field(port, "clients", "blocked_clients") < count:
-        if time.monotonic() > deadline:
-            raise BenchError(f"fewer than {count:,} clients got blocked")
-        time.sleep(0.1)
+    wait_until(
+        lambda: info_field(port, "clients", "blocked_clients") >= count,
+        timeout,
+        f"fewer than {count:,} clients got blocked",
+    )
 
 
 def main() -> int:

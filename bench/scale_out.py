@@ -46,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cluster import cluster_info, environment, start_node  # noqa: E402
+from cluster import cluster_info, environment, meshed, start_node  # noqa: E402
 from single_node import (  # noqa: E402
     HOST,
     BenchError,
@@ -55,10 +55,10 @@ from single_node import (  # noqa: E402
     redis_benchmark,
     say,
     sigterm_as_interrupt,
+    wait_until,
 )
-from vs_disque import start_reference  # noqa: E402
+from vs_disque import cpu_seconds, start_reference  # noqa: E402
 
-TICKS = os.sysconf("SC_CLK_TCK")
 MESH_TIMEOUT_S = 120.0
 FAIL_TIMEOUT_S = 120.0
 MODEL_SIZES = (100, 1_000, 5_000)
@@ -82,35 +82,8 @@ class Point:
         return self.idle_cores * 1000 / self.nodes
 
 
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
-
-
 def messages_sent(node: Server) -> int:
     return int(cluster_info(node.port).get("cluster_stats_messages_sent", "0"))
-
-
-def wait_until(what: str, check: Callable[[], bool], timeout: float) -> float:
-    """Seconds until check() holds (polled every 0.1 s)."""
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout:
-            raise BenchError(f"{what}: not within {timeout:.0f}s")
-        time.sleep(0.1)
-    return time.monotonic() - start
-
-
-def meshed(nodes: Sequence[Server]) -> bool:
-    n = len(nodes)
-    for node in nodes:
-        info = cluster_info(node.port)
-        if info.get("cluster_known_nodes") != str(n) or info.get("cluster_reachable_nodes") != str(
-            n - 1
-        ):
-            return False
-    return True
 
 
 def flags_fail(node: Server, victim_port: int) -> bool:
@@ -132,7 +105,11 @@ def measure(kind: str, start: Start, tmp: Path, n: int, args: argparse.Namespace
         for node in nodes[1:]:
             if command(node.port, "CLUSTER", "MEET", HOST, nodes[0].port) != "OK":
                 raise BenchError("CLUSTER MEET refused")
-        wait_until(f"{kind} {n}-node mesh", lambda: meshed(nodes), MESH_TIMEOUT_S)
+        wait_until(
+            lambda: meshed(nodes),
+            MESH_TIMEOUT_S,
+            f"{kind} {n}-node mesh: not within {MESH_TIMEOUT_S:.0f}s",
+        )
         mesh_s = time.monotonic() - t0
         time.sleep(min(5.0, args.idle / 4))  # handshakes and their bursts settle
         say(f"{kind}, {n} nodes: mesh in {mesh_s:.1f}s; idle for {args.idle:.0f}s")
@@ -140,9 +117,9 @@ def measure(kind: str, start: Start, tmp: Path, n: int, args: argparse.Namespace
         windows: list[float] = []  # cluster CPU (cores) in each quarter of the idle time
         t0 = time.monotonic()
         for _ in range(IDLE_WINDOWS):
-            cpu0, w0 = sum(cpu_seconds(node.pid) for node in nodes), time.monotonic()
+            cpu0, w0 = sum(sum(cpu_seconds(node.pid)) for node in nodes), time.monotonic()
             time.sleep(args.idle / IDLE_WINDOWS)
-            cpu1, w1 = sum(cpu_seconds(node.pid) for node in nodes), time.monotonic()
+            cpu1, w1 = sum(sum(cpu_seconds(node.pid)) for node in nodes), time.monotonic()
             windows.append((cpu1 - cpu0) / (w1 - w0))
         elapsed = time.monotonic() - t0
         sent1 = sum(messages_sent(node) for node in nodes)
@@ -160,9 +137,9 @@ def measure(kind: str, start: Start, tmp: Path, n: int, args: argparse.Namespace
         victim.proc.wait()
         t0 = time.monotonic()
         wait_until(
-            f"{kind} {n} nodes flag the killed one fail",
             lambda: all(flags_fail(node, victim.port) for node in nodes),
             FAIL_TIMEOUT_S,
+            f"{kind} {n} nodes flag the killed one fail: not within {FAIL_TIMEOUT_S:.0f}s",
         )
         fail_s = time.monotonic() - t0
         point = Point(kind, n, mesh_s, idle_cores, messages, rate, fail_s)

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -561,6 +561,17 @@ def fill(node: Server, queue: str, jobs: int, body: str = "body") -> None:
     n = qlen(node, queue)
     if n != jobs:
         raise BenchError(f"QLEN {queue} is {n} after adding {jobs} jobs")
+
+
+def wait_until(check: Callable[[], Any], timeout: float, message: str, every: float = 0.1) -> float:
+    """Poll check() until it holds; the seconds it took. BenchError(message) after
+    timeout seconds."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise BenchError(message)
+        time.sleep(every)
+    return time.monotonic() - start
 
 
 def say(message: str) -> None:

@@ -41,7 +41,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cluster import benchmark, environment, start_node  # noqa: E402
-from single_node import BenchError, Server, command, say, sigterm_as_interrupt  # noqa: E402
+from single_node import (  # noqa: E402
+    BenchError,
+    Server,
+    command,
+    say,
+    sigterm_as_interrupt,
+    wait_until,
+)
 from vs_disque import start_reference  # noqa: E402
 
 LEVEL_TOLERANCE = 0.20  # RSS after the last round vs after the first
@@ -122,11 +129,12 @@ def one_round(node: Server, jobs: int, extra: list[str]) -> None:
             f"disque-benchmark on {node.name} failed (exit {result['exit_code']}, "
             f"{result['errors']} errors, {result['lost']} lost): {result['stderr'][-500:]}"
         )
-    deadline = time.monotonic() + 60
-    while registered_jobs(node):  # acked jobs are deleted once every owner confirms
-        if time.monotonic() > deadline:
-            raise BenchError(f"{node.name}: jobs still registered 60 s after the round")
-        time.sleep(0.2)
+    wait_until(  # acked jobs are deleted once every owner confirms
+        lambda: not registered_jobs(node),
+        60,
+        f"{node.name}: jobs still registered 60 s after the round",
+        every=0.2,
+    )
 
 
 def soak_run(

@@ -94,6 +94,7 @@ from single_node import (  # noqa: E402
     redis_benchmark,
     say,
     sigterm_as_interrupt,
+    wait_until,
 )
 
 from disque.protocol import PRIORITY_OK, flat_info, parse_hello  # noqa: E402
@@ -181,14 +182,11 @@ def hello_mesh(nodes: Sequence[Server]) -> bool:
 
 
 def wait_for_hello_mesh(nodes: Sequence[Server]) -> None:
-    deadline = time.monotonic() + HELLO_TIMEOUT
-    while not hello_mesh(nodes):
-        if time.monotonic() > deadline:
-            raise BenchError(
-                f"HELLO did not list all {len(nodes)} nodes as reachable "
-                f"within {HELLO_TIMEOUT:.0f}s"
-            )
-        time.sleep(0.1)
+    wait_until(
+        lambda: hello_mesh(nodes),
+        HELLO_TIMEOUT,
+        f"HELLO did not list all {len(nodes)} nodes as reachable within {HELLO_TIMEOUT:.0f}s",
+    )
 
 
 @contextlib.contextmanager
