@@ -217,10 +217,16 @@ def table(points: Sequence[Point]) -> str:
         if {"C", "ours"} <= set(by):
             c, o = by["C"], by["ours"]
             lines.append(
-                f"| {n} | {o.per_node_ms / c.per_node_ms:.2f} "
-                f"| {o.addjob_rate / c.addjob_rate:.2f} | {o.fail_s / c.fail_s:.2f} |"
+                f"| {n} | {ratio(o.per_node_ms, c.per_node_ms)} "
+                f"| {ratio(o.addjob_rate, c.addjob_rate)} | {ratio(o.fail_s, c.fail_s)} |"
             )
     return "\n".join(lines)
+
+
+def ratio(ours: float, c: float) -> str:
+    """ours / c, or a dash when C's figure reads 0 (idle CPU comes in 10 ms ticks: a
+    short --idle can see none)."""
+    return f"{ours / c:.2f}" if c else "—"
 
 
 def main(argv: list[str] | None = None) -> int:
