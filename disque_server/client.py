@@ -72,6 +72,7 @@ class Client:
         self.reading_paused = False
         self.writing_paused = False  # its replies pile up: run no more of its requests
         self.last_cmd: Command | None = None  # (CLIENT LIST's cmd=)
+        self.last_cmd_name = b""  # the argv[0] last_cmd was found by (see dispatch)
         self.flush_due = False  # its replies go out at the end of the event-loop pass
         # (Interpreted, CPython 3.11 drops the compact layout of instance attributes past
         # 29 of them, and each request costs 12% more: keep few.)

@@ -27,7 +27,16 @@ from disque_server.client import Client
 from disque_server.clock import command_clock
 from disque_server.cluster import Cluster, replication
 from disque_server.collector import Collector
-from disque_server.commands import Command, build_table, getjob
+from disque_server.commands import (
+    HOT_ACKJOB,
+    HOT_ADDJOB,
+    HOT_GETJOB,
+    Command,
+    addjob,
+    build_table,
+    getjob,
+)
+from disque_server.commands import jobs as job_commands
 from disque_server.config import Config, ConfigError
 from disque_server.job import WAIT_REPL, CtimeClock, Job
 from disque_server.jobs import Jobs
@@ -286,16 +295,21 @@ class Server:
             client.reply(b"-ERR the node is shutting down\r\n")
             return
         name = argv[0]
-        cmd = self.commands.get(name)
-        if cmd is None:
-            cmd = self.commands.get(name.lower())
+        cmd = client.last_cmd
+        if cmd is None or name is not client.last_cmd_name:
+            # (The reader gives the same bytes object for the same name, request
+            # after request: then the table is not looked at, nor the name hashed.)
+            cmd = self.commands.get(name)
             if cmd is None:
-                if name.lower() == b"quit":
-                    client.reply(resp.OK)
-                    client.close_after_reply()
+                cmd = self.commands.get(name.lower())
+                if cmd is None:
+                    if name.lower() == b"quit":
+                        client.reply(resp.OK)
+                        client.close_after_reply()
+                        return
+                    client.reply_error(f"ERR unknown command '{name.decode(errors='replace')}'")
                     return
-                client.reply_error(f"ERR unknown command '{name.decode(errors='replace')}'")
-                return
+            client.last_cmd, client.last_cmd_name = cmd, name  # (as Disque: before the checks)
         if not cmd.min_argc <= len(argv) <= cmd.max_argc:
             client.reply_error(f"ERR wrong number of arguments for '{cmd.name}' command")
             return
@@ -313,9 +327,16 @@ class Server:
             return
         if self.monitors:
             self.feed_monitors(client, argv)
-        client.last_cmd = cmd
         try:
-            cmd.handler(client, argv)
+            hot = cmd.hot
+            if hot == HOT_ACKJOB:
+                job_commands.ackjob_command(client, argv)
+            elif hot == HOT_GETJOB:
+                getjob.getjob_command(client, argv)
+            elif hot == HOT_ADDJOB:
+                addjob.addjob_command(client, argv)
+            else:
+                cmd.handler(client, argv)
         except Exception as exc:  # a bug must cost one reply, never the node
             self.log.warning("Error in command %s: %s\n%s", cmd.name, exc, traceback.format_exc())
             client.reply_error(f"ERR internal error while running '{cmd.name}': {exc}")

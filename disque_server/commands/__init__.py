@@ -18,7 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
+
+# The commands of a job's life, which dispatch calls by name instead of through
+# ``handler``: a compiled call of a known function is a C call, a call through the
+# attribute goes by the Python calling convention (argument tuple, wrapper).
+HOT_NONE: Final = 0
+HOT_ADDJOB: Final = 1
+HOT_GETJOB: Final = 2
+HOT_ACKJOB: Final = 3
+_HOT: Final = {"addjob": HOT_ADDJOB, "getjob": HOT_GETJOB, "ackjob": HOT_ACKJOB}
 
 
 @dataclass(eq=False)
@@ -37,6 +46,7 @@ class Command:
     # The arity as the range of argument counts dispatch accepts.
     min_argc: int = field(default=0, init=False, repr=False)
     max_argc: int = field(default=0, init=False, repr=False)
+    hot: int = field(default=HOT_NONE, init=False, repr=False)  # see HOT_ADDJOB
 
     def __post_init__(self) -> None:
         self.name_bytes = self.name.encode()
@@ -45,6 +55,7 @@ class Command:
         self.denyoom = "denyoom" in self.flags
         self.write = "write" in self.flags
         self.noauth = "noauth" in self.flags
+        self.hot = _HOT.get(self.name, HOT_NONE)
 
 
 def _spec() -> list[tuple[str, Callable, int, str]]:
