@@ -14,16 +14,19 @@ A 3-node cluster of this checkout's node and a local Spark session
   ``ADDJOB q <64-byte body> 10000 REPLICATE 2``, the same form;
 * the stream draining --drain jobs queued beforehand (a third on each node,
   ``REPLICATE 1``), ``trigger(availableNow=True)``, ``maxJobsPerTrigger``
-  20000 and 100000, fetched on the executors, acknowledged after each
-  commit: jobs/s from start to the query's end (a foreachBatch sink that
-  counts rows);
+  100000, fetched on the executors, acknowledged after each commit: jobs/s
+  from start to the query's end (a foreachBatch sink that counts rows); and
+  --big-drain jobs the same way, ``maxJobsPerTrigger`` 300000 (a query costs
+  Spark about a second to start and each micro-batch a few hundred
+  milliseconds: the bigger drain shows the rate once they are spread);
 * plain consumers draining the same jobs: 2 processes per node, each a loop
   of ``GETJOB NOHANG COUNT n`` and ``ACKJOB`` of what it got (redis-py),
   until its node is empty; n = 1 (one job a round trip, as disque-benchmark's
-  consumers by default; a tenth of the jobs), 16 and 100.
+  consumers by default; a tenth of the jobs), 16 and 100, and 100 for the
+  bigger drain.
 
 Prints a Markdown table: jobs/s, the writes as a share of redis-benchmark's
-rate and the drains as a share of the COUNT 100 consumers'. Needs pyspark (the ``spark`` extra), Java and
+rate and the drains as a share of the COUNT 100 consumers' on as many jobs. Needs pyspark (the ``spark`` extra), Java and
 redis-benchmark. Stops its nodes on the way out.
 """
 
@@ -49,6 +52,7 @@ from single_node import parse_rps  # noqa: E402
 BODY = "x" * 64
 WRITES = "redis-benchmark, ADDJOB REPLICATE 2, 50 clients"
 READS = "plain consumers, GETJOB COUNT 100"
+READS_BIG = "plain consumers, GETJOB COUNT 100, the bigger drain"
 CONSUMERS_PER_NODE = 2
 
 
@@ -154,7 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=200_000, help="rows a write")
     parser.add_argument("--drain", type=int, default=150_000, help="jobs a drain")
+    parser.add_argument("--big-drain", type=int, default=600_000, help="jobs of the bigger drain")
     parser.add_argument("--runs", type=int, default=3, help="runs of each figure")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated words: run only the figures whose name holds one "
+        "(and those they are measured against)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import disque_spark
@@ -164,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp_dir = tempfile.TemporaryDirectory(prefix="disque-spark-bench-")
     tmp = Path(tmp_dir.name)
     rows, jobs = args.rows, args.drain
+    big = args.big_drain
     # name -> (what it is measured against, how to measure it on the cluster's ports)
     figures: dict[str, tuple[str, Callable[[list[int]], float]]] = {
         "writer, replicate 1": (WRITES, lambda p: spark_write(spark, p, rows, 1, None)),
@@ -173,21 +185,28 @@ def main(argv: list[str] | None = None) -> int:
             lambda p: spark_write(spark, p, rows // 10, 2, 1),
         ),
         WRITES: (WRITES, lambda p: redis_benchmark(p[0], rows // 2)),
-        "stream drain, availableNow, maxJobsPerTrigger 20000": (
-            READS,
-            lambda p: spark_drain(spark, p, jobs, tmp, 20_000),
-        ),
-        "stream drain, availableNow, maxJobsPerTrigger 100000": (
+        f"stream drain, {jobs:,} jobs, maxJobsPerTrigger 100000": (
             READS,
             lambda p: spark_drain(spark, p, jobs, tmp, 100_000),
         ),
-        "plain consumers, GETJOB COUNT 1 (disque-benchmark's default)": (
+        f"stream drain, {big:,} jobs, maxJobsPerTrigger 300000": (
+            READS_BIG,
+            lambda p: spark_drain(spark, p, big, tmp, 300_000),
+        ),
+        "plain consumers, GETJOB COUNT 1 (disque-benchmark's default; a tenth of the jobs)": (
             READS,
             lambda p: plain_consumers(p, jobs // 10, 1),
         ),
         "plain consumers, GETJOB COUNT 16": (READS, lambda p: plain_consumers(p, jobs, 16)),
         READS: (READS, lambda p: plain_consumers(p, jobs, 100)),
+        READS_BIG: (READS_BIG, lambda p: plain_consumers(p, big, 100)),
     }
+    if args.only:
+        words = args.only.split(",")
+        kept = {name for name in figures if any(w in name for w in words)}
+        figures = {
+            n: f for n, f in figures.items() if n in kept or any(figures[k][0] == n for k in kept)
+        }
     results: dict[str, list[float]] = {name: [] for name in figures}
     with tmp_dir, running(tmp, "spark", 3) as nodes:
         ports = [n.port for n in nodes]

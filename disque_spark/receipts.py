@@ -22,6 +22,7 @@ TTL) whose body is the IDs it took. So:
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import redis
@@ -29,6 +30,7 @@ from pyspark.sql.datasource import InputPartition
 
 from disque.tls import TLS
 from disque_spark.client import DisqueError, connect, describe, job_from_pairs
+from disque_spark.schema import Same
 
 log = logging.getLogger("disque_spark")
 
@@ -77,7 +79,53 @@ class Connection:
 
 
 # ---- on the executor ---------------------------------------------------------------
-def fetch(part: FetchPartition, conn: Connection, batch_size: int) -> list[dict[str, Any]]:
+class Delivered:
+    """The jobs one task took, column by column: the rows it yields are built from
+    these lists in a few C calls (a dict per job cost more than the fetch)."""
+
+    def __init__(self, node_id: str) -> None:
+        self.node_id = node_id
+        self.ids: list[bytes] = []
+        self.queues: list[bytes | None] = []
+        self.bodies: list[bytes] = []
+        self.nacks: list[int | None] = []
+        self.deliveries: list[int | None] = []
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add_getjob_reply(self, reply: list[list[Any]]) -> None:
+        """The jobs of a GETJOB ... WITHCOUNTERS reply: [queue, id, body, "nacks", n,
+        "additional-deliveries", m] each."""
+        self.queues += [item[0] for item in reply]
+        self.ids += [item[1] for item in reply]
+        self.bodies += [item[2] for item in reply]
+        self.nacks += [item[4] if len(item) > 4 else None for item in reply]
+        self.deliveries += [item[6] if len(item) > 6 else None for item in reply]
+
+    def add_shown(self, job: dict[str, Any]) -> None:
+        """A job as SHOW gives it (job_from_pairs), for a retried task."""
+        self.ids.append(job["id"].encode())
+        queue = job.get("queue")
+        self.queues.append(queue.encode() if queue is not None else None)
+        self.bodies.append(job.get("body"))
+        self.nacks.append(job.get("nacks"))
+        self.deliveries.append(job.get("additional_deliveries"))
+
+    def columns(self, start: int = 0, stop: int | None = None) -> dict[str, Any]:
+        """Rows start..stop as the stream's columns (see RowBuilder.batch)."""
+        return {
+            "id": self.ids[start:stop],
+            "queue": self.queues[start:stop],
+            "body": self.bodies[start:stop],
+            "nacks": self.nacks[start:stop],
+            "additional_deliveries": self.deliveries[start:stop],
+            "state": Same("active"),
+            "node": Same(self.node_id),
+        }
+
+
+def fetch(part: FetchPartition, conn: Connection, batch_size: int) -> Delivered:
     """The jobs of this task: the ones its receipt names if an earlier attempt left
     one, else new ones, taken with GETJOB and recorded in a receipt."""
     client = conn.open(part.host, part.port)
@@ -90,7 +138,7 @@ def fetch(part: FetchPartition, conn: Connection, batch_size: int) -> list[dict[
             client.execute_command(
                 "ADDJOB",
                 part.receipt,
-                " ".join(job["id"] for job in jobs),
+                b" ".join(jobs.ids),
                 0,
                 "REPLICATE",
                 1,
@@ -102,14 +150,14 @@ def fetch(part: FetchPartition, conn: Connection, batch_size: int) -> list[dict[
         return jobs
     except redis.ResponseError as exc:
         if str(exc).startswith("LEAVING"):
-            return []  # the node leaves: its jobs go to the others, read there next time
+            return Delivered(part.node_id)  # the node leaves: its jobs are read elsewhere
         raise DisqueError(f"disque: reading from {part.host}:{part.port} failed: {exc}") from None
     finally:
         client.close()
 
 
-def _take(client: redis.Redis, part: FetchPartition, batch_size: int) -> list[dict[str, Any]]:
-    jobs: list[dict[str, Any]] = []
+def _take(client: redis.Redis, part: FetchPartition, batch_size: int) -> Delivered:
+    jobs = Delivered(part.node_id)
     for queues, most in part.asks:
         left = most
         while left > 0:
@@ -117,16 +165,18 @@ def _take(client: redis.Redis, part: FetchPartition, batch_size: int) -> list[di
             reply = client.execute_command(
                 "GETJOB", "NOHANG", "COUNT", want, "WITHCOUNTERS", "FROM", *queues
             )
-            got = [delivered_job(item, part.node_id) for item in reply or ()]
-            jobs += got
-            left -= len(got)
-            if len(got) < want:
+            got = len(reply or ())
+            if got:
+                jobs.add_getjob_reply(reply)
+            left -= got
+            if got < want:
                 break  # ran dry
     return jobs
 
 
 def delivered_job(item: list[Any], node_id: str) -> dict[str, Any]:
-    """A job as GETJOB ... WITHCOUNTERS delivered it, as the stream's row dict."""
+    """A job as GETJOB ... WITHCOUNTERS delivered it, as the stream's row dict (the
+    driver-side fetch)."""
     return {
         "queue": item[0].decode("utf-8", "replace"),
         "id": item[1].decode(),
@@ -138,30 +188,16 @@ def delivered_job(item: list[Any], node_id: str) -> dict[str, Any]:
     }
 
 
-def _jobs_again(
-    client: redis.Redis, part: FetchPartition, ids: list[bytes]
-) -> list[dict[str, Any]]:
+def _jobs_again(client: redis.Redis, part: FetchPartition, ids: list[bytes]) -> Delivered:
     """A retried task: the jobs the first attempt took, read with SHOW (gone ones,
     acknowledged meanwhile by someone else, are left out)."""
     pipe = client.pipeline(transaction=False)
     for jid in ids:
         pipe.execute_command("SHOW", jid)
-    jobs = []
+    jobs = Delivered(part.node_id)
     for flat in pipe.execute(raise_on_error=False):
-        if not isinstance(flat, list) or not flat:
-            continue
-        shown = job_from_pairs(flat)
-        jobs.append(
-            {
-                "queue": shown.get("queue"),
-                "id": shown["id"],
-                "body": shown.get("body"),
-                "nacks": shown.get("nacks"),
-                "additional_deliveries": shown.get("additional_deliveries"),
-                "state": "active",
-                "node": part.node_id,
-            }
-        )
+        if isinstance(flat, list) and flat:
+            jobs.add_shown(job_from_pairs(flat))
     return jobs
 
 
@@ -169,14 +205,16 @@ def _jobs_again(
 def settle(client: redis.Redis, receipt: str, command: str) -> tuple[int, int]:
     """ACKJOB (a committed batch) or NACK (one never committed) the jobs a task's
     receipt names, on the node that holds it, then delete the receipt. (jobs named,
-    the command's count)."""
+    the command's count). The commands go pipelined, ACK_CHUNK IDs each."""
     receipts = client.execute_command("QPEEK", receipt, 2) or []
     done = named = 0
     if len(receipts) == 1:
         ids = receipts[0][2].split()
         named = len(ids)
+        pipe = client.pipeline(transaction=False)
         for i in range(0, len(ids), ACK_CHUNK):
-            done += int(client.execute_command(command, *ids[i : i + ACK_CHUNK]))
+            pipe.execute_command(command, *ids[i : i + ACK_CHUNK])
+        done = sum(int(n) for n in pipe.execute())
     elif receipts:
         log.warning(
             "disque: task %s ran twice to the end (speculation?): its jobs are left to "
@@ -189,16 +227,29 @@ def settle(client: redis.Redis, receipt: str, command: str) -> tuple[int, int]:
 
 
 def settle_all(planned: list[FetchPartition], conn: Connection, command: str) -> tuple[int, int]:
-    """settle() every task of some batches, one connection per node; a node that
-    cannot be reached is logged (its jobs come back after their RETRY time). The
-    sums: (jobs named, the commands' counts)."""
-    clients: dict[tuple[str, int], redis.Redis] = {}
+    """settle() every task of some batches, the nodes in parallel (a thread and a
+    connection per node: the nodes are separate processes, and a commit waits for
+    the slowest); a node that cannot be reached is logged (its jobs come back after
+    their RETRY time). The sums: (jobs named, the commands' counts)."""
+    by_node: dict[tuple[str, int], list[FetchPartition]] = {}
+    for part in planned:
+        by_node.setdefault((part.host, part.port), []).append(part)
+    if not by_node:
+        return 0, 0
+    with ThreadPoolExecutor(len(by_node), thread_name_prefix="disque-settle") as pool:
+        sums = list(pool.map(lambda item: _settle_on(conn, *item, command), by_node.items()))
+    return sum(n for n, _ in sums), sum(d for _, d in sums)
+
+
+def _settle_on(
+    conn: Connection, node: tuple[str, int], parts: list[FetchPartition], command: str
+) -> tuple[int, int]:
     named = done = 0
+    client: redis.Redis | None = None
     try:
-        for part in planned:
-            key = (part.host, part.port)
+        for part in parts:
             try:
-                client = clients.get(key) or clients.setdefault(key, conn.open(*key))
+                client = client or conn.open(*node)
                 n, d = settle(client, part.receipt, command)
                 named += n
                 done += d
@@ -213,6 +264,6 @@ def settle_all(planned: list[FetchPartition], conn: Connection, command: str) ->
                     describe(exc),
                 )
     finally:
-        for client in clients.values():
+        if client is not None:
             client.close()
     return named, done

@@ -2,11 +2,14 @@
 
 ``SCHEMA`` is the default schema of the snapshot and of the stream;
 ``EXTRA_COLUMNS`` are the other columns a user-given schema may ask for;
-:class:`RowBuilder` turns a job dict into a row in a schema's column order.
+:class:`RowBuilder` turns a job dict into a row in a schema's column order, and
+a list of them into an Arrow record batch (what the stream's tasks yield).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from pyspark.sql.types import (
@@ -46,6 +49,7 @@ EXTRA_COLUMNS = {
     "next_awake_within": LongType(),
 }
 KNOWN_COLUMNS = {f.name for f in SCHEMA.fields} | set(EXTRA_COLUMNS)
+ARROW_BATCH_ROWS = 10_000  # Spark's spark.sql.execution.arrow.maxRecordsPerBatch default
 
 
 class RowBuilder:
@@ -66,8 +70,66 @@ class RowBuilder:
         self.body_as_text = any(
             f.name == "body" and isinstance(f.dataType, StringType) for f in schema.fields
         )
+        self.schema = schema
+        self._arrow_schema: Any = None
 
     def __call__(self, job: dict[str, Any]) -> tuple:
         if self.body_as_text and isinstance(job.get("body"), bytes):
             job = {**job, "body": job["body"].decode("utf-8", "replace")}
         return tuple(job.get(name) for name in self.names)
+
+    def batches(
+        self, jobs: Iterable[dict[str, Any]], size: int = ARROW_BATCH_ROWS
+    ) -> Iterator[Any]:
+        """Job dicts as ``pyarrow.RecordBatch``es of up to ``size`` rows."""
+        jobs = iter(jobs)
+        while chunk := list(islice(jobs, size)):
+            yield self.batch({name: [job.get(name) for job in chunk] for name in self.names})
+
+    def batch(self, columns: dict[str, Any]) -> Any:
+        """One ``pyarrow.RecordBatch`` from columns: name -> a list of values, or one
+        value for every row (:class:`Same`); a column not given is null. A task
+        that yields tuples has Spark's Python worker convert each cell with a
+        Python call; a column goes to Arrow in one C call."""
+        import pyarrow as pa
+
+        rows = max(len(v) for v in columns.values() if isinstance(v, list))
+        arrays = [
+            _arrow_column(columns.get(name), field.type, rows, self.body_as_text and name == "body")
+            for name, field in zip(self.names, self.arrow_schema(), strict=True)
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema())
+
+    def arrow_schema(self) -> Any:
+        """The schema as Spark converts it, which a batch must match exactly."""
+        if self._arrow_schema is None:
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            self._arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
+        return self._arrow_schema
+
+
+class Same:
+    """A column with one value on every row (the node a task read from)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _arrow_column(values: Any, arrow_type: Any, rows: int, as_text: bool) -> Any:
+    import pyarrow as pa
+
+    if values is None:
+        return pa.nulls(rows, arrow_type)
+    if isinstance(values, Same):
+        return pa.repeat(pa.scalar(values.value, arrow_type), rows)
+    if as_text:
+        values = [_text(v) for v in values]
+    try:
+        return pa.array(values, type=arrow_type)  # (bytes for a string column: UTF-8)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([_text(v) for v in values], type=arrow_type)  # not UTF-8
+
+
+def _text(value: Any) -> Any:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import redis
 from pyspark.sql.datasource import DataSourceReader, InputPartition
@@ -71,7 +72,7 @@ class DisqueSnapshotReader(DataSourceReader):
         nodes = sorted(discover(self.seeds, self.password, self.tls), key=lambda n: n.id)
         return [NodePartition(n) for n in nodes]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         node: Node = partition.node  # type: ignore[attr-defined]
         client = connect(node.host, node.port, self.password, tls=self.tls)
         try:
@@ -89,8 +90,13 @@ class DisqueSnapshotReader(DataSourceReader):
                     "(option skipUnreachable=true reads the other nodes)"
                 ) from None
             for queue in self.queues or [None]:
-                for job in jscan_jobs(client, self.scan_count, queue, self.states):
-                    job["node"] = node.id
-                    yield self.build(job)
+                jobs = jscan_jobs(client, self.scan_count, queue, self.states)
+                yield from self.build.batches(_on_node(jobs, node.id))
         finally:
             client.close()
+
+
+def _on_node(jobs: Iterator[dict[str, Any]], node_id: str) -> Iterator[dict[str, Any]]:
+    for job in jobs:
+        job["node"] = node_id
+        yield job

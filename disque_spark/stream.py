@@ -7,7 +7,7 @@ the micro-batch, NACK of what never got committed when the query stops, and
 Trigger.AvailableNow. Options, besides the common ones (see
 :mod:`disque_spark.options`): ``queue`` (comma-separated, required),
 ``batchSize`` (GETJOB COUNT, default 1000), ``maxJobsPerTrigger`` (default
-batchSize), ``timeoutMs`` (default 100), ``numPartitions`` (default 1),
+100,000: a micro-batch costs Spark a few hundred milliseconds whatever its size), ``timeoutMs`` (default 100), ``numPartitions`` (default 1),
 ``fetchOn`` (``executors``, the default, or ``driver``).
 
 ``fetchOn=executors``: ``latestOffset`` plans the next batch on the driver as
@@ -110,7 +110,7 @@ from disque_spark.receipts import (
     fetch,
     settle_all,
 )
-from disque_spark.schema import RowBuilder
+from disque_spark.schema import ARROW_BATCH_ROWS, RowBuilder
 
 try:  # Spark >= 4.2: admission control (ReadLimit)
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
@@ -127,6 +127,7 @@ log = logging.getLogger("disque_spark")
 
 DEFAULT_STREAM_BATCH = 1000
 DEFAULT_STREAM_TIMEOUT_MS = 100
+DEFAULT_MAX_PER_TRIGGER = 100_000
 NODE_REFRESH_SECONDS = 30.0
 ACK_CHUNK = 1000
 FETCH_ON = ("executors", "driver")
@@ -181,7 +182,9 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         self.password = _opt(options, "password")
         self.tls = _opt_tls(options)
         self.batch_size = _opt_int(options, "batchSize", DEFAULT_STREAM_BATCH, minimum=1)
-        self.max_per_trigger = _opt_int(options, "maxJobsPerTrigger", self.batch_size, minimum=1)
+        self.max_per_trigger = _opt_int(
+            options, "maxJobsPerTrigger", DEFAULT_MAX_PER_TRIGGER, minimum=1
+        )
         self.timeout_ms = _opt_int(options, "timeoutMs", DEFAULT_STREAM_TIMEOUT_MS)
         self.num_partitions = _opt_int(options, "numPartitions", 1, minimum=1)
         self.fetch_on = (_opt(options, "fetchOn") or FETCH_ON[0]).lower()
@@ -361,13 +364,13 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         size = -(-len(jobs) // n)
         return [JobsPartition(jobs[i : i + size]) for i in range(0, len(jobs), size)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         if isinstance(partition, FetchPartition):  # on an executor: GETJOB here
             jobs = fetch(partition, self._connection(), self.batch_size)
+            for start in range(0, len(jobs), ARROW_BATCH_ROWS):
+                yield self.build.batch(jobs.columns(start, start + ARROW_BATCH_ROWS))
         else:
-            jobs = partition.jobs  # type: ignore[attr-defined]
-        for job in jobs:
-            yield self.build(job)
+            yield from self.build.batches(partition.jobs)  # type: ignore[attr-defined]
 
     def commit(self, end: dict) -> None:
         if not end or end.get("run") != self.run:

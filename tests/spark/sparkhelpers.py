@@ -27,3 +27,9 @@ def add_jobs(node, queue: str, bodies, *options) -> list[str]:
         for body in bodies:
             pipe.execute_command("ADDJOB", queue, body, 5000, *options)
         return [jid.decode() for jid in pipe.execute()]
+
+
+def read_rows(reader, partition) -> list[tuple]:
+    """What reader.read(partition) yields (Arrow record batches), as row tuples in
+    the schema's column order: what Spark makes of them."""
+    return [tuple(row.values()) for batch in reader.read(partition) for row in batch.to_pylist()]

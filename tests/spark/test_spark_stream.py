@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from nodes import as_dict, wait_for  # noqa: E402
-from sparkhelpers import add_jobs, job_ids, seeds  # noqa: E402
+from sparkhelpers import add_jobs, job_ids, read_rows, seeds  # noqa: E402
 
 from disque_spark.client import DisqueError  # noqa: E402
 from disque_spark.schema import SCHEMA  # noqa: E402
@@ -317,6 +317,7 @@ def test_reader_offsets_commit_and_idle_bump(start_node):
             "nodes": seeds(node),
             "queue": "uq",
             "batchSize": "2",
+            "maxJobsPerTrigger": "2",
             "timeoutMs": "0",
             "fetchOn": "driver",
         },
@@ -328,7 +329,7 @@ def test_reader_offsets_commit_and_idle_bump(start_node):
         assert reader.initialOffset() == start  # constant
         end2 = reader.latestOffset(end1, None)
         parts = reader.partitions(start, end2)
-        rows = [row for p in parts for row in reader.read(pickle.loads(pickle.dumps(p)))]
+        rows = [row for p in parts for row in read_rows(reader, pickle.loads(pickle.dumps(p)))]
         assert sorted(r[0] for r in rows) == sorted(ids)
         # Nothing new but jobs unacknowledged: the offset still moves on...
         end3 = reader.latestOffset(end2, None)
@@ -395,7 +396,13 @@ def test_executor_tasks_leave_receipts_the_driver_settles(start_node):
     ids = add_jobs(node, "xq", [f"x{k}" for k in range(7)], "RETRY", 300)
     reader = DisqueStreamReader(
         SCHEMA,
-        {"nodes": seeds(node), "queue": "xq", "batchSize": "2", "timeoutMs": "0"},
+        {
+            "nodes": seeds(node),
+            "queue": "xq",
+            "batchSize": "2",
+            "maxJobsPerTrigger": "2",
+            "timeoutMs": "0",
+        },
     )
     limit = reader.getDefaultReadLimit()
     try:
@@ -404,11 +411,11 @@ def test_executor_tasks_leave_receipts_the_driver_settles(start_node):
         tasks = reader.partitions(start, end1)
         assert [sum(n for _, n in t.asks) for t in tasks] == [2]  # maxJobsPerTrigger
         sent = pickle.loads(pickle.dumps(tasks[0]))  # as shipped to an executor
-        first = [r[0] for r in reader.read(sent)]
-        retried = [r[0] for r in reader.read(pickle.loads(pickle.dumps(tasks[0])))]
+        first = [r[0] for r in read_rows(reader, sent)]
+        retried = [r[0] for r in read_rows(reader, pickle.loads(pickle.dumps(tasks[0])))]
         assert len(first) == 2 and retried == first and node.call("QLEN", "xq") == 5
         end2 = reader.latestOffset(end1, limit)
-        second = [r[0] for t in reader.partitions(end1, end2) for r in reader.read(t)]
+        second = [r[0] for t in reader.partitions(end1, end2) for r in read_rows(reader, t)]
         reader.commit(end1)
         wait_for(lambda: not job_ids(node) & set(first), 10, message="batch 1 acked")
         assert node.call("QLEN", f"disque-spark:fetched:{start['run']}:1:0") == 0
@@ -429,3 +436,38 @@ def test_stream_bad_options():
         DisqueStreamReader(SCHEMA, {"queue": "q", "fetchOn": "mars"})
     with pytest.raises(DisqueError, match="'maxJobsPerTrigger' must be an integer"):
         DisqueStreamReader(SCHEMA, {"queue": "q", "maxJobsPerTrigger": "lots"})
+
+
+def test_rows_go_to_arrow_by_column_whatever_the_bytes():
+    """A task's jobs become one Arrow batch: the schema Spark checks, constant and
+    absent columns, a queue name that is not UTF-8 (replaced, not an error) and a
+    body declared as a string."""
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    from disque_spark.receipts import Delivered
+    from disque_spark.schema import RowBuilder
+
+    jobs = Delivered("node1")
+    jobs.add_getjob_reply(
+        [
+            [b"q\xff", b"D-1", b"caf\xc3\xa9", b"nacks", 2, b"additional-deliveries", 1],
+            [b"q", b"D-2", b"\xfe", b"nacks", 0, b"additional-deliveries", 0],
+        ]
+    )
+    batch = RowBuilder(SCHEMA).batch(jobs.columns())
+    rows = batch.to_pylist()
+    assert [r["queue"] for r in rows] == ["q\ufffd", "q"]
+    assert [r["body"] for r in rows] == [b"caf\xc3\xa9", b"\xfe"]
+    assert {r["state"] for r in rows} == {"active"} and {r["node"] for r in rows} == {"node1"}
+    assert [r["nacks"] for r in rows] == [2, 0] and rows[0]["ttl"] is None
+    text = StructType(
+        [StructField("id", StringType(), False), StructField("body", StringType(), True)]
+    )
+    rows = RowBuilder(text).batch(jobs.columns(1)).to_pylist()
+    assert rows == [{"id": "D-2", "body": "\ufffd"}]
+    assert (
+        RowBuilder(StructType([StructField("body", BinaryType())]))
+        .batch(jobs.columns(0, 1))
+        .num_rows
+        == 1
+    )

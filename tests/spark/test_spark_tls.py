@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from sparkhelpers import job_ids  # noqa: E402
+from sparkhelpers import job_ids, read_rows  # noqa: E402
 
 from disque_spark.client import DisqueError  # noqa: E402
 from disque_spark.options import _opt_tls  # noqa: E402
@@ -49,7 +49,7 @@ def test_stream_reader_gets_and_acks_over_tls(start_tls_node, certs):
     try:
         start = reader.initialOffset()
         end = reader.latestOffset(start, None)
-        rows = [row for part in reader.partitions(start, end) for row in reader.read(part)]
+        rows = [row for part in reader.partitions(start, end) for row in read_rows(reader, part)]
         assert {row[0] for row in rows} == ids
         reader.commit(end)
     finally:
