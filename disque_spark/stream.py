@@ -17,7 +17,8 @@ so many jobs to take from each node, where QLEN says they are (up to
 "seq": k}``; each task takes its jobs on its executor and leaves a receipt
 (:mod:`disque_spark.receipts`), from which a retried task yields the same
 rows and the driver learns what to acknowledge: ``commit(end)`` ACKs what
-the receipts of the batches up to ``end`` name, ``stop()`` NACKs those of
+the receipts of the batches up to ``end`` name (in a thread, while Spark runs
+the next batch), ``stop()`` waits for those ACKs and NACKs the jobs of
 batches never committed. An empty cluster: the driver looks again once after
 ``timeoutMs``.
 
@@ -88,6 +89,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import redis
@@ -201,6 +203,8 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         self.planned: list[tuple[int, list[FetchPartition]]] = []
         self._nodes: list[Node] = []
         self._clients: dict[str, redis.Redis] = {}
+        self._settler: ThreadPoolExecutor | None = None  # ACKs of committed batches
+        self._settling: list[Future[Any]] = []
         self._refresh_at = 0.0
         self._rotation = 0
         self._ever_connected = False
@@ -223,6 +227,8 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             _target=None,
             _sigterm_installed=False,
             _prev_sigterm=None,
+            _settler=None,
+            _settling=[],
         )
         return state
 
@@ -379,7 +385,8 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
             high = end.get("seq", 0)
             tasks = [task for seq, batch in self.planned if seq <= high for task in batch]
             self.planned = [(seq, batch) for seq, batch in self.planned if seq > high]
-            settle_all(tasks, self._connection(), "ACKJOB")
+            if tasks:
+                self._settle_later(tasks)
             done = [job for seq, batch in self.pending if seq <= high for job in batch]
             if done:
                 self._ack(done)
@@ -390,13 +397,35 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         batches Spark never committed, so they are queued again at once."""
         with self._working():
             try:
+                self._settled()
                 self._nack_pending()
             finally:
                 for client in self._clients.values():
                     with contextlib.suppress(Exception):
                         client.close()
                 self._clients = {}
+                if self._settler is not None:
+                    self._settler.shutdown()
+                    self._settler = None
                 self._restore_sigterm()
+
+    def _settle_later(self, tasks: list[FetchPartition]) -> None:
+        """ACK what the receipts of committed tasks name, in a thread of this process,
+        while Spark runs the next batch (the ACKs of 300,000 jobs took half a
+        second, during which the query had nothing to run). One thread: commits are
+        settled in their order; stop() waits for them before it NACKs the rest."""
+        if self._settler is None:
+            self._settler = ThreadPoolExecutor(1, thread_name_prefix="disque-commit")
+        self._settling.append(self._settler.submit(settle_all, tasks, self._connection(), "ACKJOB"))
+
+    def _settled(self) -> None:
+        """Wait until the commits handed to the thread are settled."""
+        settling, self._settling = self._settling, []
+        for future in settling:
+            try:
+                future.result()
+            except Exception as exc:  # (settle_all logs per node; anything else here)
+                log.warning("disque: acknowledging a committed batch failed: %s", exc)
 
     # -- ending with the query ----------------------------------------------
     def _catch_sigterm(self) -> None:

@@ -611,6 +611,17 @@ class Cluster:
             and HANDSHAKE not in n.flags
         ]
 
+    def is_reachable(self, node_id: bytes) -> bool:
+        """Whether that other node is one of reachable_nodes() (no list built)."""
+        n = self.nodes.get(node_id)
+        return (
+            n is not None
+            and n is not self.myself
+            and n.link is not None
+            and not n.failing
+            and HANDSHAKE not in n.flags
+        )
+
     def replication_candidates(self) -> list[ClusterNode]:
         """Disque's "reachable nodes": every other node not flagged PFAIL, FAIL,
         HANDSHAKE or leaving, linked or not. A node restarted with its nodes.conf

@@ -37,7 +37,8 @@ def start_gc(cluster: Cluster, job: Job) -> bool:
     if me not in job.nodes_confirmed:
         job.nodes_confirmed = job.nodes_confirmed + (me,)
     dummy = is_dummy(job)
-    if (not dummy and set(job.nodes_delivered) <= set(job.nodes_confirmed)) or (
+    confirmed = job.nodes_confirmed  # (a few IDs: no sets built per job)
+    if (not dummy and all(n in confirmed for n in job.nodes_delivered)) or (
         dummy and cluster.size == 1
     ):
         cluster.server.jobs.unregister(job)
@@ -56,8 +57,8 @@ def in_flight(cluster: Cluster, job: Job) -> bool:
     """A GC attempt is out and every owner still to confirm can answer it soon."""
     if cluster.server.jobs.lookup(job.id) is not job or job.state != ACKED or is_dummy(job):
         return False
-    reachable = {n.id for n in cluster.reachable_nodes()}
-    return all(n in reachable for n in job.nodes_delivered if n not in job.nodes_confirmed)
+    confirmed = job.nodes_confirmed
+    return all(cluster.is_reachable(n) for n in job.nodes_delivered if n not in confirmed)
 
 
 def send_deljob(cluster: Cluster, job: Job) -> None:

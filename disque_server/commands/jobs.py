@@ -41,9 +41,8 @@ def ackjob_command(c: Client, argv: list[bytes]) -> None:
         if job is not None and job.state != ACKED:
             server.acks.acknowledge_job(job)
             known += 1
-        if job is not None:
-            server.acks.try_gc(job)
-            collecting.append(job)
+        if job is not None and not server.acks.try_gc(job):
+            collecting.append(job)  # (a job deleted at once has no GC to wait for)
     if cluster.size > 1:
         server.acks.reply_after_gc(c, collecting, integer(known))
     else:

@@ -417,8 +417,12 @@ def test_executor_tasks_leave_receipts_the_driver_settles(start_node):
         end2 = reader.latestOffset(end1, limit)
         second = [r[0] for t in reader.partitions(end1, end2) for r in read_rows(reader, t)]
         reader.commit(end1)
-        wait_for(lambda: not job_ids(node) & set(first), 10, message="batch 1 acked")
-        assert node.call("QLEN", f"disque-spark:fetched:{start['run']}:1:0") == 0
+        receipt = f"disque-spark:fetched:{start['run']}:1:0"
+        wait_for(  # (in the reader's commit thread)
+            lambda: not job_ids(node) & set(first) and node.call("QLEN", receipt) == 0,
+            10,
+            message="batch 1 acked, its receipt deleted",
+        )
     finally:
         reader.stop()  # batch 2 never committed: NACKed
     assert len(second) == 2 and not set(second) & set(first)
