@@ -16,8 +16,8 @@ A 3-node cluster of this checkout's node and a local Spark session
   ``REPLICATE 1``), ``trigger(availableNow=True)``, ``maxJobsPerTrigger``
   100000, fetched on the executors, acknowledged after each commit: jobs/s
   from start to the query's end (a foreachBatch sink that counts rows); and
-  --big-drain jobs the same way, ``maxJobsPerTrigger`` 300000 (a query costs
-  Spark about a second to start and each micro-batch a few hundred
+  --big-drain jobs the same way in two micro-batches and in one (a query
+  costs Spark about a second to start and each micro-batch a few hundred
   milliseconds: the bigger drain shows the rate once they are spread);
 * plain consumers draining the same jobs: 2 processes per node, each a loop
   of ``GETJOB NOHANG COUNT n`` and ``ACKJOB`` of what it got (redis-py),
@@ -189,9 +189,13 @@ def main(argv: list[str] | None = None) -> int:
             READS,
             lambda p: spark_drain(spark, p, jobs, tmp, 100_000),
         ),
-        f"stream drain, {big:,} jobs, maxJobsPerTrigger 300000": (
+        f"stream drain, {big:,} jobs, maxJobsPerTrigger {big // 2}": (
             READS_BIG,
-            lambda p: spark_drain(spark, p, big, tmp, 300_000),
+            lambda p: spark_drain(spark, p, big, tmp, big // 2),
+        ),
+        f"stream drain, {big:,} jobs, one micro-batch (maxJobsPerTrigger {big})": (
+            READS_BIG,
+            lambda p: spark_drain(spark, p, big, tmp, big),
         ),
         "plain consumers, GETJOB COUNT 1 (disque-benchmark's default; a tenth of the jobs)": (
             READS,
