@@ -14,7 +14,7 @@ import random
 import time
 from typing import Final
 
-from mypy_extensions import mypyc_attr
+from mypy_extensions import i64, mypyc_attr
 
 from disque_server import BUILD
 from disque_server.clock import now_ms, time_error_ms
@@ -113,6 +113,8 @@ def shared_int(value: int) -> int:
 
 
 _D: Final = ord("D")
+_ZERO: Final = ord("0")
+_NINE: Final = ord("9")
 _DASH: Final = ord("-")
 
 
@@ -279,6 +281,24 @@ def job_to_fields(job: Job) -> list[bytes]:
     ]
 
 
+def field_int(field: bytes) -> int:
+    """A number field of a job (``b"%d"``), as int() reads it: plain digits read
+    one by one in compiled code (int() of bytes was 5% of a replica's CPU under
+    REPLICATE 3: a call through the int type, a string parse), the rest by int()."""
+    n: i64 = len(field)
+    if 0 < n <= 18:
+        value: i64 = 0
+        i: i64 = 0
+        while i < n:
+            digit: i64 = field[i]
+            if digit < _ZERO or digit > _NINE:
+                return int(field)
+            value = value * 10 + digit - _ZERO
+            i += 1
+        return value
+    return int(field)
+
+
 def job_from_fields(fields: list[bytes], state: int) -> Job | None:
     """A Job from its fields, or None when they are malformed.
 
@@ -291,8 +311,10 @@ def job_from_fields(fields: list[bytes], state: int) -> Job | None:
     once when its DELAY ends)."""
     if len(fields) != FIELDS or not valid_job_id(fields[0]):
         return None
-    try:  # (map, not a list comprehension: no frame of its own in 3.11)
-        repl, etime, ctime, delay, retry, nacks, deliveries, qtime = map(int, fields[3:11])
+    try:
+        repl, etime, ctime = field_int(fields[3]), field_int(fields[4]), field_int(fields[5])
+        delay, retry, nacks = field_int(fields[6]), field_int(fields[7]), field_int(fields[8])
+        deliveries, qtime = field_int(fields[9]), field_int(fields[10])
     except ValueError:
         return None
     job = Job(fields[0], state, shared_int(etime), shared_int(retry))

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from disque_server.commands.args import LLONG_MAX, LLONG_MIN, ULONG_MAX, parse_ll, parse_scan_cursor
+from disque_server.job import field_int
 
 # No deadline and no speed check: a loaded machine must not fail a property on timing.
 RELAXED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -107,3 +108,18 @@ def test_a_scan_cursor(arg: bytes, cursor: int) -> None:
 )
 def test_not_a_scan_cursor(arg: bytes) -> None:
     assert parse_scan_cursor(arg) is None
+
+
+@RELAXED
+@given(st.one_of(st.integers(-(10**20), 10**20).map(lambda n: b"%d" % n), st.binary(max_size=21)))
+def test_a_job_field_reads_as_int_does(field: bytes) -> None:
+    """job_from_fields' numbers (REPLJOB, YOURJOBS, the AOF): field_int is int()."""
+    try:
+        expected: int | None = int(field)
+    except ValueError:
+        expected = None
+    try:
+        got: int | None = field_int(field)
+    except ValueError:
+        got = None
+    assert got == expected
