@@ -42,7 +42,7 @@ from disque_server.job import (
     WILLQUEUE_ADVANCE_MS,
     Job,
 )
-from disque_server.memory import JOB_BYTES
+from disque_server.memory import JOB_BYTES, REFRESH_NEVER
 from disque_server.queue import PAUSED_IN
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ class Jobs:
         self.data_bytes = 0  # what the jobs cost (used_memory): JOB_BYTES + body each
         # data_bytes past which the next maxmemory level starts (Memory.refresh sets
         # it): crossing it refreshes the level at once, not at the next cron tick.
-        self.refresh_at = 1 << 62
+        self.refresh_at = REFRESH_NEVER
 
     def __len__(self) -> int:
         return len(self.by_id)

@@ -34,6 +34,9 @@ EVICT_BEFORE_COMMAND: Final = 100
 # the README): a job with a 40-byte ID, beside its body: the Job object and
 # its numbers, its index and timer entries, its queue entry.
 JOB_BYTES: Final = 545
+# Jobs.refresh_at when no maxmemory level is near (1 << 61: a short int in compiled
+# code, where 1 << 62 is a boxed one, compared through PyObject_RichCompare per ADDJOB)
+REFRESH_NEVER: Final = 1 << 61
 QUEUE_BYTES: Final = 1200  # a Queue object, its sorted list and scan index entry
 CLIENT_BYTES: Final = 3500  # a connection: Client, parser, transport (buffers counted apart)
 
@@ -118,7 +121,7 @@ class Memory:
         self.refreshed_for = key
         if not limit:
             self.level = OK
-            jobs.refresh_at = 1 << 62
+            jobs.refresh_at = REFRESH_NEVER
         else:
             ratio = used / limit
             self.level = (
@@ -134,7 +137,7 @@ class Memory:
                 next_at = int(limit * LEVEL_STARTS[self.level + 1])
                 jobs.refresh_at = jobs.data_bytes + next_at - used
             else:
-                jobs.refresh_at = 1 << 62
+                jobs.refresh_at = REFRESH_NEVER
         return self.level
 
     def evict_if_needed(self) -> int:

@@ -51,7 +51,9 @@ class Command:
     def __post_init__(self) -> None:
         self.name_bytes = self.name.encode()
         self.min_argc = abs(self.arity)
-        self.max_argc = self.arity if self.arity > 0 else 1 << 62
+        # (1 << 30: past any request's argument count, and a small int for compiled
+        # code; 1 << 62 is a boxed int there, compared through PyObject_RichCompare)
+        self.max_argc = self.arity if self.arity > 0 else 1 << 30
         self.denyoom = "denyoom" in self.flags
         self.write = "write" in self.flags
         self.noauth = "noauth" in self.flags
