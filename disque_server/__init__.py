@@ -9,7 +9,7 @@ of its own package); what a lower module calls above it is a hook that
 - ``job``       the Job object, job IDs, states, SHOW rendering, its fields
 - ``memory``    maxmemory accounting and eviction
 - ``queue``     queues: ordered jobs, blocked clients, pause, stats
-- ``jobs``      the job registry: lookup, awake timers, the job state machine
+- ``registry``  the jobs registered here: lookup, awake timers, the job state machine
 - ``blocking``  why a client waits, and what stopping undoes
 - ``aof``       the append-only file (``check_aof``: its checker)
 - ``collector``, ``output_limits``, ``watchdog``: what the cron runs
@@ -17,7 +17,8 @@ of its own package); what a lower module calls above it is a hook that
 - ``ack``       acknowledgements, ACKJOB replies held for the GC
 - ``cluster``   this node's view of the cluster: bus, replication, re-queue, GC,
   federation
-- ``commands``  one module per command family; ``commands.build_table``
+- ``commands``  one module per command family (``addjob``, ``getjob``, ``jobs_by_id``:
+  the commands naming jobs by ID, ...); ``commands.build_table``
 - ``metrics``   the Prometheus endpoint
 - ``server``    the node: builds and wires the rest, listeners, cron, stats
 - ``main``      command line: ``disque-server [conf] [--directive value ...]``

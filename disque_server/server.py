@@ -35,16 +35,16 @@ from disque_server.commands import (
     addjob,
     build_table,
     getjob,
+    jobs_by_id,
 )
-from disque_server.commands import jobs as job_commands
 from disque_server.config import Config, ConfigError
 from disque_server.job import WAIT_REPL, CtimeClock, Job
-from disque_server.jobs import Jobs
 from disque_server.listener import Listener, as_protocol, listening_sockets
 from disque_server.log import Log
 from disque_server.memory import EVICT, Memory, without_peak_capacity
 from disque_server.output_limits import OutputLimits
 from disque_server.queue import Queues
+from disque_server.registry import Jobs
 from disque_server.resp import LEAVING_ERROR
 from disque_server.watchdog import Watchdog
 
@@ -330,7 +330,7 @@ class Server:
         try:
             hot = cmd.hot
             if hot == HOT_ACKJOB:
-                job_commands.ackjob_command(client, argv)
+                jobs_by_id.ackjob_command(client, argv)
             elif hot == HOT_GETJOB:
                 getjob.getjob_command(client, argv)
             elif hot == HOT_ADDJOB:

@@ -5,7 +5,7 @@ argv)`` in the module of their family:
 
 - ``addjob``   ADDJOB
 - ``getjob``   GETJOB
-- ``jobs``     ACKJOB FASTACK DELJOB SHOW WORKING NACK ENQUEUE DEQUEUE LOADJOB
+- ``jobs_by_id`` ACKJOB FASTACK DELJOB SHOW WORKING NACK ENQUEUE DEQUEUE LOADJOB
 - ``queues``   QLEN QSTAT QPEEK PAUSE
 - ``scan``     QSCAN JSCAN
 - ``info``     INFO
@@ -61,7 +61,16 @@ class Command:
 
 
 def _spec() -> list[tuple[str, Callable, int, str]]:
-    from disque_server.commands import addjob, admin, cluster, getjob, info, jobs, queues, scan
+    from disque_server.commands import (
+        addjob,
+        admin,
+        cluster,
+        getjob,
+        info,
+        jobs_by_id,
+        queues,
+        scan,
+    )
 
     # The order is Disque's: INFO commandstats lists commands in this order.
     return [
@@ -72,21 +81,21 @@ def _spec() -> list[tuple[str, Callable, int, str]]:
         ("hello", admin.hello_command, -1, "readonly fast noauth"),
         ("addjob", addjob.addjob_command, -4, "write denyoom fast"),
         ("getjob", getjob.getjob_command, -2, "write fast"),
-        ("ackjob", jobs.ackjob_command, -1, "write fast"),
-        ("fastack", jobs.fastack_command, -1, "write fast"),
-        ("deljob", jobs.deljob_command, -1, "write fast"),
-        ("show", jobs.show_command, 2, "readonly fast"),
+        ("ackjob", jobs_by_id.ackjob_command, -1, "write fast"),
+        ("fastack", jobs_by_id.fastack_command, -1, "write fast"),
+        ("deljob", jobs_by_id.deljob_command, -1, "write fast"),
+        ("show", jobs_by_id.show_command, 2, "readonly fast"),
         ("qlen", queues.qlen_command, 2, "readonly fast"),
         ("qpeek", queues.qpeek_command, 3, "readonly fast"),
         ("qstat", queues.qstat_command, 2, "readonly fast"),
         ("qscan", scan.qscan_command, -1, "readonly"),
         ("jscan", scan.jscan_command, -1, "readonly"),
-        ("enqueue", jobs.enqueue_command, -1, "write denyoom fast"),
-        ("nack", jobs.nack_command, -1, "write denyoom fast"),
-        ("dequeue", jobs.dequeue_command, -1, "write fast"),
-        ("working", jobs.working_command, 2, "write fast"),
+        ("enqueue", jobs_by_id.enqueue_command, -1, "write denyoom fast"),
+        ("nack", jobs_by_id.nack_command, -1, "write denyoom fast"),
+        ("dequeue", jobs_by_id.dequeue_command, -1, "write fast"),
+        ("working", jobs_by_id.working_command, 2, "write fast"),
         ("pause", queues.pause_command, -3, "readonly fast"),
-        ("loadjob", jobs.loadjob_command, 2, "write"),
+        ("loadjob", jobs_by_id.loadjob_command, 2, "write"),
         ("config", admin.config_command, -2, "admin readonly stale"),
         ("cluster", cluster.cluster_command, -2, "admin readonly"),
         ("client", admin.client_command, -2, "admin readonly"),

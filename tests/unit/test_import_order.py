@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("job",),  # a job, and its fields for the bus and the AOF
     ("memory",),  # what jobs and queues cost: used_memory
     ("queue",),
-    ("jobs",),  # the registry and its timers (re-queue: pause flags)
+    ("registry",),  # the jobs registered here, and their timers (re-queue: pause flags)
     ("blocking", "aof", "check_aof", "collector", "output_limits", "watchdog"),
     ("client", "ack", "cluster", "commands", "metrics"),
     ("server",),  # where everything is built and wired

@@ -1,4 +1,4 @@
-"""The job timers of jobs.py, in-process: a job's awake time is recorded at once and
+"""The job timers of registry.py, in-process: a job's awake time is recorded at once and
 filed in its time bucket by the cron (place_unplaced), the only reader of the buckets."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from inprocess import shared_server
 
 from disque_server.job import FLAG_UNPLACED, WAIT_REPL, Job
-from disque_server.jobs import BUCKET_MS, HEAP_SLACK, Jobs
+from disque_server.registry import BUCKET_MS, HEAP_SLACK, Jobs
 
 
 def make_job(n: int) -> Job:
