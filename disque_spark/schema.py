@@ -2,8 +2,8 @@
 
 ``SCHEMA`` is the default schema of the snapshot and of the stream;
 ``EXTRA_COLUMNS`` are the other columns a user-given schema may ask for;
-:class:`RowBuilder` turns a job dict into a row in a schema's column order, and
-a list of them into an Arrow record batch (what the stream's tasks yield).
+:class:`RowBuilder` turns jobs (dicts, or columns) into Arrow record batches in
+a schema's column order: what the snapshot's and the stream's tasks yield.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ ARROW_BATCH_ROWS = 10_000  # Spark's spark.sql.execution.arrow.maxRecordsPerBatc
 
 
 class RowBuilder:
-    """Turns a job dict into a tuple in a schema's column order (picklable).
+    """Turns jobs into Arrow record batches in a schema's column order (picklable).
 
     A user schema may list any subset of the known columns, in any order, and
     may declare ``body`` as a string (decoded as UTF-8).
@@ -72,11 +72,6 @@ class RowBuilder:
         )
         self.schema = schema
         self._arrow_schema: Any = None
-
-    def __call__(self, job: dict[str, Any]) -> tuple:
-        if self.body_as_text and isinstance(job.get("body"), bytes):
-            job = {**job, "body": job["body"].decode("utf-8", "replace")}
-        return tuple(job.get(name) for name in self.names)
 
     def batches(
         self, jobs: Iterable[dict[str, Any]], size: int = ARROW_BATCH_ROWS
