@@ -106,6 +106,7 @@ from disque_spark.client import (
 )
 from disque_spark.options import _opt, _opt_int, _opt_list, _opt_tls
 from disque_spark.receipts import (
+    ACK_CHUNK,
     Connection,
     FetchPartition,
     delivered_job,
@@ -131,7 +132,6 @@ DEFAULT_STREAM_BATCH = 1000
 DEFAULT_STREAM_TIMEOUT_MS = 100
 DEFAULT_MAX_PER_TRIGGER = 100_000
 NODE_REFRESH_SECONDS = 30.0
-ACK_CHUNK = 1000
 FETCH_ON = ("executors", "driver")
 
 
