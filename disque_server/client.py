@@ -152,10 +152,16 @@ class Client:
         """Run the complete requests of the input in order, until it is used up, the
         client blocks or is closing; past RUN_BUDGET requests the rest waits for the
         next event-loop pass."""
+        server = self.server
+        server.command_start = command_clock()
+        self.run_requests()
+        if server.streak_calls:
+            server.end_streak()  # (a streak of fast commands ends with the pass)
+
+    def run_requests(self) -> None:
         requests = self.requests
         server = self.server  # (server.dispatch is called as a method: a native call)
         budget = RUN_BUDGET
-        server.command_start = command_clock()
         while (
             not self.blocked
             and not self.closing

@@ -194,6 +194,37 @@ def test_info_commandstats_counts_calls(client: redis.Redis, raw: Conn) -> None:
     assert re.fullmatch(r"calls=3,usec=\d+,usec_per_call=\d+\.\d\d", stats["cmdstat_addjob"])
 
 
+def pipeline_of(*commands: tuple[str, ...]) -> bytes:
+    return b"".join(
+        b"*%d\r\n" % len(c) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in c)
+        for c in commands
+    )
+
+
+def test_commandstats_of_a_pipelined_streak(raw: Conn) -> None:
+    # A streak of one fast command in a pass is timed by one clock read and shared:
+    # every call still counted, the time charged to the command of the streak.
+    ack = ("ACKJOB", "D-0badc0de-000000000000000000000000-05a1")
+    raw.send(pipeline_of(*[ack] * 200, ("PING",), *[ack] * 100))
+    assert [raw.read() for _ in range(301)].count((":", 0)) == 300
+    stats = info(raw, "commandstats")["Commandstats"]
+    calls, usec = re.fullmatch(r"calls=(\d+),usec=(\d+),.*", stats["cmdstat_ackjob"]).groups()
+    assert calls == "300" and int(usec) > 0
+    assert "cmdstat_ping" in stats  # (the PING between the streaks: timed on its own)
+
+
+def test_slowlog_at_zero_logs_each_command_of_a_pipeline(raw: Conn) -> None:
+    # (a threshold of a millisecond or less wants each command's own time: no streaks)
+    raw.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+    raw.call("SLOWLOG", "RESET")
+    raw.send(
+        pipeline_of(*[("ACKJOB", f"D-0badc0de-00000000000000000000000{i}-05a1") for i in range(5)])
+    )
+    assert [raw.read() for _ in range(5)] == [(":", 0)] * 5
+    logged = [e[3] for e in plain(raw.call("SLOWLOG", "GET", "100"))]
+    assert [a[1][-6] for a in logged if a[0] == "ACKJOB"] == ["4", "3", "2", "1", "0"]
+
+
 def test_config_resetstat(client: redis.Redis, raw: Conn) -> None:
     for _ in range(10):
         client.execute_command("ADDJOB", "q", "x", 0)

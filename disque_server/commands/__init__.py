@@ -43,6 +43,9 @@ class Command:
     denyoom: bool = field(default=False, init=False, repr=False)
     write: bool = field(default=False, init=False, repr=False)
     noauth: bool = field(default=False, init=False, repr=False)
+    # Disque's "fast" flag (O(1), or O(N) in its arguments): dispatch times a streak of
+    # one such command as a whole (Server.end_streak).
+    fast: bool = field(default=False, init=False, repr=False)
     # The arity as the range of argument counts dispatch accepts.
     min_argc: int = field(default=0, init=False, repr=False)
     max_argc: int = field(default=0, init=False, repr=False)
@@ -57,6 +60,7 @@ class Command:
         self.denyoom = "denyoom" in self.flags
         self.write = "write" in self.flags
         self.noauth = "noauth" in self.flags
+        self.fast = "fast" in self.flags
         self.hot = _HOT.get(self.name, HOT_NONE)
 
 
