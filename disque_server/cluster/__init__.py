@@ -507,10 +507,16 @@ class Cluster:
 
     # ---- failure detection and the cluster cron ---------------------------------------
     def cron(self, now: int) -> None:
-        """Disque's ping schedule: every node whose last PONG is older than half the
-        node timeout is pinged (so each link carries a PING and a PONG about that
-        often, whatever the cluster's size), plus, once a second, the one of five
-        random nodes heard from longest ago, which keeps gossip flowing."""
+        """The ping schedule: a node is pinged when nothing came from it for half the
+        node timeout, or no PONG for the whole timeout; plus, once a second, the one
+        of five random nodes heard from longest ago, which keeps gossip flowing.
+
+        Disque pings each node whose last PONG is older than half the timeout, so
+        both ends of a pair ping each other. Here a PING also tells its receiver
+        that the sender is up, so one PING a pair answers for both most of the time
+        and the idle bus carries about half the messages (each one a wake-up of the
+        process); the PONG rule still tests our own link to every node. PFAIL is as
+        before: nothing heard for the node timeout."""
         timeout = self.server.config["cluster-node-timeout"]
         ping_after = max(50, timeout // 2)
         if now - self._last_random_ping >= 1000:
@@ -534,7 +540,9 @@ class Cluster:
                     node.link.close()
                     node.link = None
                     node.ping_sent = 0
-            elif now - node.pong_received >= ping_after and HANDSHAKE not in node.flags:
+            elif HANDSHAKE not in node.flags and (
+                now - node.last_seen >= ping_after or now - node.pong_received >= timeout
+            ):
                 self.ping(node, now)
             if HANDSHAKE in node.flags:
                 continue
