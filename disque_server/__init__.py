@@ -1,12 +1,15 @@
 """disque_server: a Disque 1.0-rc1 compatible job queue node, in Python.
 
 Module map, bottom to top: a module imports only those below it (and those
-of its own package); what a lower module calls above it is a hook that
-``server`` sets (tests/unit/test_import_order.py holds the order).
+of its own package); what a module below the client calls above it is a
+method of ``hooks.Hooks``, which ``server.NodeHooks`` carries on to the layer
+that acts on it (tests/unit/test_import_order.py holds the order of the
+imports, tests/unit/test_layers.py checks the calls made at run time).
 
 - ``clock``, ``log``, ``config``, ``tls``
 - ``resp``      RESP: replies, bus messages and AOF records; request framing
 - ``job``       the Job object, job IDs, states, SHOW rendering, its fields
+- ``hooks``     what the layers below the client call above them (the events)
 - ``memory``    maxmemory accounting and eviction
 - ``queue``     queues: ordered jobs, blocked clients, pause, stats
 - ``registry``  the jobs registered here: lookup, awake timers, the job state machine

@@ -56,7 +56,7 @@ class Acks:
         job.qtime = 0
         job.nodes_confirmed = ()  # collected again by the GC
         self.server.jobs.update_awake(job)
-        self.server.on_job_changed(job)
+        self.server.hooks.job_changed(job)
 
     def try_gc(self, job: Job) -> bool:
         """Delete the job here and on the other owners once they know of the ACK.

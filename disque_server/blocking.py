@@ -73,7 +73,7 @@ class BlockedAckJob(Blocked):
         client.reply(self.data.reply)
 
     def release(self, client: Client) -> None:
-        client.server.acks.forget_wait(self.data)
+        client.server.hooks.ack_wait_released(self.data)
 
 
 class BlockedRefill(Blocked):

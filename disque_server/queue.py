@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from operator import attrgetter
 from typing import TYPE_CHECKING, Final
 
@@ -275,24 +275,17 @@ class Queue:
         }
 
 
-def _unwired(*args: object) -> None:
-    raise RuntimeError("Queues hook called before server.py set it")
-
-
 class Queues:
     """All queues of the node, and the queue half of the job state machine."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
+        self.hooks = server.hooks  # (what happens above: hooks.py)
         self.by_name: dict[bytes, Queue] = {}
         self.scan_index: SortedKeyList = SortedKeyList(key=attrgetter("scan_key"))
         self.ready: dict[Queue, None] = {}  # queues that got jobs while clients wait
         self.with_clients: dict[Queue, None] = {}  # queues with blocked clients
         self._serve_scheduled = False
-        # Hooks up the stack, set by server.py: serve a blocked GETJOB client a job of
-        # the queue (commands/getjob.py), and a queue drained (cluster: federation).
-        self.serve_blocked: Callable[[Client, Queue], None] = _unwired
-        self.on_drained: Callable[[Queue], None] = _unwired
         self.data_bytes = 0  # what the queues cost (used_memory), their jobs apart
 
     # ---- low level --------------------------------------------------------
@@ -346,10 +339,10 @@ class Queues:
                 job.nacks += 1
             else:
                 job.deliveries += 1
-            self.server.cluster.broadcast_queued(job, nack)
+            self.hooks.job_requeued(job, nack)
         else:
             job.flags |= FLAG_BCAST_QUEUED
-        self.server.jobs.update_awake(job, now)
+        self.hooks.job_timer_changed(job, now)
         name = job.queue
         assert name is not None  # only a dummy ACK has no queue, and it is never queued
         q = self.by_name.get(name)
@@ -378,8 +371,8 @@ class Queues:
             return None
         job = q.jobs.popleft()
         self.mark_delivered(q, job)
-        if not q.jobs and self.server.cluster.size > 1:
-            self.on_drained(q)
+        if not q.jobs:
+            self.hooks.queue_drained(q)
         return job
 
     def mark_delivered(self, q: Queue, job: Job) -> None:
@@ -392,9 +385,9 @@ class Queues:
             # The retry period counts from the delivery: the worker gets it all.
             job.flags |= FLAG_BCAST_WILLQUEUE
             job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
-            self.server.jobs.update_awake(job, now)
+            self.hooks.job_timer_changed(job, now)
             if len(job.nodes_delivered) > 1:
-                self.server.cluster.broadcast_working(job)  # the other owners wait too
+                self.hooks.job_working(job)  # the other owners wait too
 
     # ---- blocking ------------------------------------------------------------
     def block_client(self, client: Client, names: list[bytes]) -> None:
@@ -431,7 +424,7 @@ class Queues:
                     return
                 budget -= 1
                 client = next(iter(q.clients))
-                self.serve_blocked(client, q)
+                self.hooks.serve_blocked(client, q)
             self.ready.pop(q, None)
 
     # ---- pause ------------------------------------------------------------------

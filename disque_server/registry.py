@@ -145,6 +145,7 @@ class Jobs:
 
     def __init__(self, server: Server) -> None:
         self.server = server
+        self.hooks = server.hooks  # (what happens above: hooks.py)
         self.by_id = JobIndex()
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
@@ -186,8 +187,7 @@ class Jobs:
             self.update_awake(job)
         else:
             server.queues.enqueue_job(job, now=now)
-        if server.aof.state != "off":
-            server.on_job_changed(job)
+        self.hooks.job_changed(job)
 
     def unregister(self, job: Job) -> None:
         """Forget a job entirely: queue, timers, index."""
@@ -197,7 +197,7 @@ class Jobs:
         if job.state == QUEUED:
             self.server.queues.dequeue_job(job)
         self._unschedule(job)
-        self.server.on_job_unregistered(job)
+        self.hooks.job_unregistered(job)
 
     # ---- timers ---------------------------------------------------------------
     def update_awake(self, job: Job, now: int = 0) -> None:
@@ -207,7 +207,7 @@ class Jobs:
         if job.qtime and job.qtime < at:
             at = job.qtime  # re-queue
         if job.state == ACKED:
-            gc = self.server.acks.next_gc_time(job)
+            gc = self.hooks.gc_time(job)
             if gc < at:
                 at = gc
         elif job.qtime and job.flags & FLAG_BCAST_WILLQUEUE:
@@ -301,7 +301,7 @@ class Jobs:
     def process_job(self, job: Job, now: int) -> None:
         """The timer event of a job: expire, WILLQUEUE, re-queue, or GC."""
         server = self.server
-        if job.etime <= now // 1000 and not server.cluster.leaving:
+        if job.etime <= now // 1000 and not self.hooks.node_leaving():
             server.log.verbose("EVICT %s", job.id.decode())
             self.unregister(job)
             return
@@ -310,7 +310,7 @@ class Jobs:
             and job.flags & FLAG_BCAST_WILLQUEUE
             and job.qtime - WILLQUEUE_ADVANCE_MS <= now
         ):
-            server.cluster.send_willqueue(job)
+            self.hooks.job_will_queue(job)
             job.flags &= ~FLAG_BCAST_WILLQUEUE
         if job.state == ACTIVE and job.qtime and job.qtime <= now:
             q = server.queues.lookup(job.queue)
@@ -324,7 +324,7 @@ class Jobs:
             job.flags |= FLAG_BCAST_WILLQUEUE
             job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
         if job.state == ACKED:
-            server.acks.try_gc(job)
+            self.hooks.try_gc(job)
             if job.id not in self.by_id:
                 return
         if job.id in self.by_id:

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from disque_server import metrics, resp, tls
-from disque_server.ack import Acks
+from disque_server.ack import Acks, AckWait
 from disque_server.aof import AOF
 from disque_server.blocking import BlockedGetJob
 from disque_server.client import Client
 from disque_server.clock import command_clock
-from disque_server.cluster import Cluster, replication
+from disque_server.cluster import Cluster, federation, replication, requeue
 from disque_server.collector import Collector
 from disque_server.commands import (
     HOT_ACKJOB,
@@ -38,12 +38,13 @@ from disque_server.commands import (
     jobs_by_id,
 )
 from disque_server.config import Config, ConfigError
+from disque_server.hooks import Hooks
 from disque_server.job import WAIT_REPL, CtimeClock, Job
 from disque_server.listener import Listener, as_protocol, listening_sockets
 from disque_server.log import Log
 from disque_server.memory import EVICT, Memory, without_peak_capacity
 from disque_server.output_limits import OutputLimits
-from disque_server.queue import Queues
+from disque_server.queue import Queue, Queues
 from disque_server.registry import Jobs
 from disque_server.resp import LEAVING_ERROR
 from disque_server.watchdog import Watchdog
@@ -101,6 +102,59 @@ def slowlog_threshold_s(threshold_us: int) -> float:
     return threshold_us / 1e6 if threshold_us >= 0 else float("inf")
 
 
+class NodeHooks(Hooks):
+    """Where the calls of the layers below the client go on (hooks.py lists them):
+    to the cluster (replication, re-queue, GC, federation), the AOF, the ACKJOB
+    replies held for the GC, and GETJOB's reply to a blocked client."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def job_requeued(self, job: Job, nack: bool) -> None:
+        requeue.broadcast_queued(self.server.cluster, job, nack)
+
+    def job_working(self, job: Job) -> None:
+        requeue.broadcast_working(self.server.cluster, job)
+
+    def job_timer_changed(self, job: Job, now: int) -> None:
+        self.server.jobs.update_awake(job, now)
+
+    def queue_drained(self, q: Queue) -> None:
+        cluster = self.server.cluster
+        if cluster.size > 1:
+            federation.on_queue_drained(cluster, q)
+
+    def serve_blocked(self, client: Client, q: Queue) -> None:
+        getjob.serve_blocked(client, q)
+
+    def job_changed(self, job: Job) -> None:
+        self.server.aof.loadjob(job)
+
+    def job_unregistered(self, job: Job) -> None:
+        server = self.server
+        if job.state != WAIT_REPL:  # (a job waiting for its copies is not in the AOF)
+            server.aof.deljob(job)
+        if server.cluster.replications:  # it may be replicating still (a client waiting)
+            replication.job_removed(server.cluster, job)
+        if server.acks.waits:
+            server.acks.on_job_gone(job.id)
+
+    def gc_time(self, job: Job) -> int:
+        return self.server.acks.next_gc_time(job)
+
+    def try_gc(self, job: Job) -> bool:
+        return self.server.acks.try_gc(job)
+
+    def node_leaving(self) -> bool:
+        return self.server.cluster.leaving
+
+    def job_will_queue(self, job: Job) -> None:
+        requeue.send_willqueue(self.server.cluster, job)
+
+    def ack_wait_released(self, wait: AckWait) -> None:
+        self.server.acks.forget_wait(wait)
+
+
 class Server:
     """One Disque node."""
 
@@ -116,15 +170,12 @@ class Server:
         self.clients_to_flush: list[Client] = []  # (Client.flush_soon)
         self.monitors: dict[Client, None] = {}
         self.ctime_clock = CtimeClock()
+        self.hooks: Hooks = NodeHooks(self)  # before the layers that call it
         self.jobs = Jobs(self)
         self.queues = Queues(self)
         self.acks = Acks(self)
         self.memory = Memory(self)
         self.cluster = Cluster(self)
-        # What the queues call up the stack: the GETJOB reply to a blocked client, and
-        # the federation when a queue drains.
-        self.queues.serve_blocked = getjob.serve_blocked
-        self.queues.on_drained = self.cluster.queue_drained
         self.commands: dict[bytes, Command] = build_table()
         self.command_list: list[Command] = list(dict.fromkeys(self.commands.values()))
         self.slowlog: deque = deque(maxlen=config["slowlog-max-len"])
@@ -571,19 +622,6 @@ class Server:
                 self.aof.disable()
         elif name == "slowlog-max-len":
             self.slowlog = deque(self.slowlog, maxlen=int(value))
-
-    # ---- hooks used by the job state machine -------------------------------------------
-    def on_job_unregistered(self, job: Job) -> None:
-        if job.state != WAIT_REPL:  # (a job waiting for its copies is not in the AOF)
-            self.aof.deljob(job)
-        if self.cluster.replications:  # it may be replicating still (a client waiting)
-            replication.job_removed(self.cluster, job)
-        if self.acks.waits:
-            self.acks.on_job_gone(job.id)
-
-    def on_job_changed(self, job: Job) -> None:
-        """A job was created, imported or acknowledged: the AOF records it."""
-        self.aof.loadjob(job)
 
     def flush_all(self) -> None:
         """DEBUG FLUSHALL, CLUSTER RESET: forget every job and queue."""

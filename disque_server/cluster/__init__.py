@@ -34,7 +34,6 @@ from disque_server.resp import bulk_array
 if TYPE_CHECKING:
     from disque_server.client import Client
     from disque_server.job import Job
-    from disque_server.queue import Queue
     from disque_server.server import Server
 
 FORGET_BLACKLIST_MS: Final = 60_000
@@ -749,12 +748,6 @@ class Cluster:
             self, client, job, additional, timeout_ms, asynchronous, extrepl
         )
 
-    def broadcast_queued(self, job: Job, nack: bool) -> None:
-        requeue.broadcast_queued(self, job, nack)
-
-    def send_willqueue(self, job: Job) -> None:
-        requeue.send_willqueue(self, job)
-
     def broadcast_working(self, job: Job) -> None:
         requeue.broadcast_working(self, job)
 
@@ -778,9 +771,6 @@ class Cluster:
 
     def need_jobs(self, queue: bytes) -> None:
         federation.need_jobs(self, queue)
-
-    def queue_drained(self, q: Queue) -> None:
-        federation.on_queue_drained(self, q)
 
     def hold_for_refill(self, client: Client, queue: bytes) -> None:
         federation.hold_for_refill(self, client, queue)

@@ -161,7 +161,7 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             job.flags |= FLAG_BCAST_WILLQUEUE  # still ours until acknowledged
             job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
             server.jobs.update_awake(job)
-            server.on_job_changed(job)
+            server.hooks.job_changed(job)
     cluster.send(sender, b"YOURJOBS", fields)
 
 
@@ -192,7 +192,7 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
                 job.queue = q.name
             server.jobs.register(job)
             server.queues.enqueue_job(job)
-            server.on_job_changed(job)
+            server.hooks.job_changed(job)
         assert job.queue is not None  # a job moved by YOURJOBS was queued
         q = server.queues.create(job.queue)
         q.count_import()

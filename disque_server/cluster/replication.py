@@ -245,7 +245,7 @@ def repljob(cluster: Cluster, sender: ClusterNode, fields: list[bytes]) -> None:
     # A copy here is an owner: its re-queues are news for the others.
     job.flags |= FLAG_BCAST_QUEUED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
     server.jobs.register(job)
-    server.on_job_changed(job)
+    server.hooks.job_changed(job)
     cluster.send_batched(sender, b"GOTJOB", job.id)
 
 
@@ -280,7 +280,7 @@ def on_enqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
         return
     job.flags &= ~FLAG_BCAST_QUEUED  # this first queueing is not a re-queue
     server.queues.enqueue_job(job)
-    server.on_job_changed(job)
+    server.hooks.job_changed(job)
 
 
 HANDLERS: Final[dict[bytes, Handler]] = {
