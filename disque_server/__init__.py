@@ -10,11 +10,12 @@ imports, tests/unit/test_layers.py checks the calls made at run time).
 - ``resp``      RESP: replies, bus messages and AOF records; request framing
 - ``job``       the Job object, job IDs, states, SHOW rendering, its fields
 - ``hooks``     what the layers below the client call above them (the events)
-- ``memory``    maxmemory accounting and eviction
+- ``memory``    maxmemory accounting: used memory and its level
 - ``queue``     queues: ordered jobs, blocked clients, pause, stats
 - ``registry``  the jobs registered here: lookup, awake timers, the job state machine
 - ``blocking``  why a client waits, and what stopping undoes
 - ``aof``       the append-only file (``check_aof``: its checker)
+- ``eviction``  what maxmemory frees, and room for a command (``memory`` counts)
 - ``collector``, ``output_limits``, ``watchdog``: what the cron runs
 - ``client``    one client connection: RESP parsing, dispatch, replies, blocking
 - ``ack``       acknowledgements, ACKJOB replies held for the GC

@@ -42,7 +42,7 @@ from disque_server.job import (
     WILLQUEUE_ADVANCE_MS,
     Job,
 )
-from disque_server.memory import JOB_BYTES, REFRESH_NEVER
+from disque_server.memory import JOB_BYTES
 from disque_server.queue import PAUSED_IN
 
 if TYPE_CHECKING:
@@ -151,9 +151,9 @@ class Jobs:
         self.bucket_heap: list[int] = []
         self.unplaced: list[Job] = []  # awake time set since the last tick, not filed
         self.data_bytes = 0  # what the jobs cost (used_memory): JOB_BYTES + body each
-        # data_bytes past which the next maxmemory level starts (Memory.refresh sets
+        # data_bytes past which the next maxmemory level starts (refresh_memory sets
         # it): crossing it refreshes the level at once, not at the next cron tick.
-        self.refresh_at = REFRESH_NEVER
+        self.refresh_at = 0
 
     def __len__(self) -> int:
         return len(self.by_id)
@@ -168,10 +168,18 @@ class Jobs:
             return False
         self.data_bytes += JOB_BYTES + len(job.body or b"")
         if self.data_bytes > self.refresh_at:
-            self.server.memory.refresh()
+            self.refresh_memory()
         if schedule:
             self.update_awake(job)
         return True
+
+    def refresh_memory(self) -> int:
+        """The maxmemory level now (memory.py), from the jobs' and the queues' data;
+        and the data_bytes past which it is to be computed again."""
+        memory = self.server.memory
+        level = memory.refresh(self.data_bytes, self.server.queues.data_bytes)
+        self.refresh_at = memory.refresh_at
+        return level
 
     def start(self, job: Job, now: int = 0) -> None:
         """A new job replicated as asked (or needing no copy): register it and

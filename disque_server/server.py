@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from disque_server import metrics, resp, tls
+from disque_server import eviction, metrics, resp, tls
 from disque_server.ack import Acks, AckWait
 from disque_server.aof import AOF
 from disque_server.blocking import BlockedGetJob
@@ -384,7 +384,7 @@ class Server:
                 f"MISCONF Errors writing to the AOF file: {self.aof.last_write_error}"
             )
             return
-        if cmd.denyoom and self.memory.level >= EVICT and not self.memory.room_for_command():
+        if cmd.denyoom and self.memory.level >= EVICT and not eviction.room_for_command(self):
             client.reply(b"-OOM command not allowed when used memory > 'maxmemory'.\r\n")
             self.stats.count_refusal(cmd.name_bytes, b"OOM")
             return
@@ -539,7 +539,7 @@ class Server:
             self.clock_s = time.time()
             now = int(self.clock_s * 1000)
             self.jobs.process_due(now)
-            self.memory.refresh()
+            self.jobs.refresh_memory()
             self.output_limits.enforce(self)
             self.watchdog.tick(self.config["watchdog-period"], self.cron_hz(), self.log.stream)
             self.cluster.cron(now)
@@ -559,8 +559,8 @@ class Server:
         return max(1, round(1 / self.cron_period()))
 
     def once_per_second(self) -> None:
-        self.memory.sample_buffers()
-        self.memory.evict_if_needed()
+        eviction.sample_buffers(self)
+        eviction.evict_if_needed(self)
         self.queues.evict_idle(self.config["queue-max-idle-time"])
         self.release_peak_capacity()
         timeout = self.config["timeout"]
@@ -610,8 +610,8 @@ class Server:
         elif name == "loglevel":
             self.log.set_level(str(value))
         elif name == "maxmemory":
-            self.memory.refresh()
-            self.memory.evict_if_needed()
+            self.jobs.refresh_memory()
+            eviction.evict_if_needed(self)
         elif name == "watchdog-period":  # armed now, not at the next tick
             self.watchdog.tick(int(value), self.cron_hz(), self.log.stream)
             self.update_slow_threshold()

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from disque_server import BUILD_ID, DISQUE_VERSION
+from disque_server import BUILD_ID, DISQUE_VERSION, eviction
 from disque_server.memory import rss_bytes
 
 if TYPE_CHECKING:
@@ -69,8 +69,8 @@ def section_clients(s: Server) -> list[str]:
 
 def section_memory(s: Server) -> list[str]:
     m = s.memory
-    m.sample_buffers()
-    m.refresh()
+    eviction.sample_buffers(s)
+    s.jobs.refresh_memory()
     rss = rss_bytes()
     return [
         f"used_memory:{m.used}",

@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("queue",),
     ("registry",),  # the jobs registered here, and their timers (re-queue: pause flags)
     ("blocking", "aof", "check_aof", "collector", "output_limits", "watchdog"),
+    ("eviction",),  # what maxmemory frees: walks the jobs, the queues, the AOF buffers
     ("client", "ack", "cluster", "commands", "metrics"),
     ("server",),  # where everything is built and wired
     ("main",),

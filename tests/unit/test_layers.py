@@ -35,13 +35,10 @@ CONTEXT = {"config", "log", "loop", "clock_s"}
 
 # (module, attribute): upward reaches still in the tree, each to become a hook or a
 # call made by the layer above; the test fails on a new one, and on one listed here
-# that is gone. memory.py drives eviction in the jobs, the queues and the AOF
-# and sums the clients' buffers; output_limits.py walks the clients.
+# that is gone. eviction.py sums the clients' buffers (part of used_memory) and
+# output_limits.py walks the clients to close those over their output limits.
 KNOWN = {
-    ("memory", "aof"),
-    ("memory", "clients"),
-    ("memory", "jobs"),
-    ("memory", "queues"),
+    ("eviction", "clients"),
     ("output_limits", "clients"),
 }
 
@@ -78,7 +75,7 @@ def upward_reaches() -> set[tuple[str, str]]:
 
 
 def test_the_walk_sees_the_modules_below_the_client() -> None:
-    assert {"queue", "registry", "blocking", "memory", "aof"} <= set(below_the_client())
+    assert {"queue", "registry", "blocking", "memory", "aof", "eviction"} <= set(below_the_client())
     assert "hooks" in server_attributes("queue")  # (the walk finds self.server.X)
 
 
