@@ -12,6 +12,11 @@ def addjob(client: redis.Redis, queue: str, body: str | bytes, *opts: object) ->
     return client.execute_command("ADDJOB", queue, body, 0, *opts)
 
 
+def addjob_id(client: redis.Redis, queue: str, body: str | bytes, *opts: object) -> str:
+    """addjob's ID as str."""
+    return addjob(client, queue, body, *opts).decode()
+
+
 def show(client: redis.Redis, jid: str | bytes) -> dict | None:
     return pairs(client.execute_command("SHOW", jid))
 

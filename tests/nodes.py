@@ -228,6 +228,10 @@ class Node:
         with self.client() as c:
             return c.execute_command(*args)
 
+    def show(self, jid: bytes) -> dict:
+        """SHOW as a dict keyed by bytes ({} for an unknown job)."""
+        return as_dict(self.call("SHOW", jid))
+
     def info(self, section: str = "default") -> dict:
         """INFO parsed by redis-py: {'registered_jobs': 0, ...}."""
         with self.client() as c:

@@ -6,6 +6,7 @@ import time
 
 import pytest
 import redis
+from calls import addjob_id as addjob
 from calls import show
 from conformance import Conn
 from nodes import wait_for
@@ -19,10 +20,6 @@ TOOLATE = (
     "TOOLATE Half of job TTL already elapsed, you are no longer allowed "
     "to postpone the next delivery.",
 )
-
-
-def addjob(client: redis.Redis, queue: str, body: str, *opts: object) -> str:
-    return client.execute_command("ADDJOB", queue, body, 0, *opts).decode()
 
 
 def deliver(client: redis.Redis, queue: str) -> str:

@@ -7,12 +7,9 @@ import time
 
 import pytest
 import redis
+from calls import addjob_id as addjob
 from calls import show
 from conformance import JOBID, SHOW_KEYS, Conn
-
-
-def addjob(client: redis.Redis, queue: str, body: str | bytes, *opts: object) -> str:
-    return client.execute_command("ADDJOB", queue, body, 0, *opts).decode()
 
 
 def encoded_ttl(jid: str) -> int:

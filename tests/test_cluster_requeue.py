@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import time
 
-from nodes import as_dict, wait_for
-
-
-def show(node, jid: bytes) -> dict:
-    reply = node.call("SHOW", jid)
-    return as_dict(reply)
+from nodes import wait_for
 
 
 def total_queued(cluster, queue: str = "q") -> int:
@@ -21,7 +16,7 @@ def test_no_requeue_without_faults(cluster3):
     jid = a.call("ADDJOB", "q", "body", "5000", "REPLICATE", "3", "RETRY", "1")
     time.sleep(2.5)  # several retry periods: the queued copy holds, nobody re-queues
     assert total_queued(cluster3) == 1
-    assert all(show(n, jid)[b"additional-deliveries"] == 0 for n in cluster3)
+    assert all(n.show(jid)[b"additional-deliveries"] == 0 for n in cluster3)
 
 
 def test_requeue_when_not_acked_happens_on_one_node(cluster3):
@@ -32,7 +27,7 @@ def test_requeue_when_not_acked_happens_on_one_node(cluster3):
     time.sleep(0.5)
     assert total_queued(cluster3) == 1  # one node, not all
     holder = next(n for n in cluster3 if n.call("QLEN", "q") == 1)
-    assert show(holder, jid)[b"additional-deliveries"] >= 1
+    assert holder.show(jid)[b"additional-deliveries"] >= 1
 
 
 def test_retry_zero_never_requeued(start_cluster):
@@ -64,7 +59,7 @@ def test_nack_requeues_at_once_and_counts_everywhere(cluster3):
     got = a.call("GETJOB", "WITHCOUNTERS", "FROM", "q")[0]
     assert got[3:] == [b"nacks", 1, b"additional-deliveries", 0]
     wait_for(
-        lambda: show(b, jid)[b"nacks"] == 1 and show(c, jid)[b"nacks"] == 1,
+        lambda: b.show(jid)[b"nacks"] == 1 and c.show(jid)[b"nacks"] == 1,
         5,
         message="NACK counted by the other owners",
     )
@@ -73,9 +68,9 @@ def test_nack_requeues_at_once_and_counts_everywhere(cluster3):
 def test_replicas_of_a_delayed_job_wait_delay_plus_retry(cluster3):
     a = cluster3[0]
     jid = a.call("ADDJOB", "dq", "body", "0", "DELAY", "5", "RETRY", "60", "REPLICATE", "3")
-    assert 4000 < show(a, jid)[b"next-requeue-within"] <= 5000
+    assert 4000 < a.show(jid)[b"next-requeue-within"] <= 5000
     for replica in cluster3[1:]:
-        fields = show(replica, jid)
+        fields = replica.show(jid)
         assert fields[b"state"] == b"active"
         # As Disque: DELAY + RETRY (+ jitter) from the REPLJOB, not the origin's queue time.
         assert 64_000 < fields[b"next-requeue-within"] <= 65_600, fields
@@ -90,7 +85,7 @@ def test_only_the_origin_queues_a_delayed_job_when_the_delay_ends(start_cluster)
     jid = origin.call("ADDJOB", "dq", "body", "0", "DELAY", "1", "RETRY", "60")
     wait_for(lambda: origin.call("QLEN", "dq") == 1, 3, message="the delayed job queued")
     assert sum(n.call("QLEN", "dq") for n in cluster) == 1
-    assert show(origin, jid)[b"additional-deliveries"] == 0
+    assert origin.show(jid)[b"additional-deliveries"] == 0
     for replica in (n for n in cluster if n is not origin and n.call("SHOW", jid)):
-        assert show(replica, jid)[b"state"] == b"active"
-        assert show(replica, jid)[b"next-requeue-within"] > 55_000
+        assert replica.show(jid)[b"state"] == b"active"
+        assert replica.show(jid)[b"next-requeue-within"] > 55_000

@@ -10,7 +10,7 @@ import time
 
 import pytest
 import redis
-from nodes import as_dict, wait_for
+from nodes import wait_for
 
 
 def delivered_job(node, queue: str = "q", *options) -> bytes:
@@ -19,19 +19,15 @@ def delivered_job(node, queue: str = "q", *options) -> bytes:
     return jid
 
 
-def show(node, jid: bytes) -> dict:
-    return as_dict(node.call("SHOW", jid))
-
-
 def test_nack_delay_queues_the_job_after_the_delay(node):
     jid = delivered_job(node, "q", "RETRY", 60)
     start = time.monotonic()
     assert node.call("NACK", jid, "DELAY", 1) == 1
     assert node.call("QLEN", "q") == 0
-    assert show(node, jid)[b"state"] == b"active"
+    assert node.show(jid)[b"state"] == b"active"
     wait_for(lambda: node.call("QLEN", "q") == 1, timeout=10, message="the job queued again")
     assert time.monotonic() - start >= 1.0
-    job = show(node, jid)
+    job = node.show(jid)
     assert (job[b"state"], job[b"nacks"], job[b"additional-deliveries"]) == (b"queued", 1, 0)
 
 
@@ -40,7 +36,7 @@ def test_plain_nack_and_delay_zero_queue_at_once(node):
         jid = delivered_job(node, "q")
         assert node.call("NACK", jid, *args) == 1
         assert node.call("QLEN", "q") == 1
-        assert show(node, jid)[b"nacks"] == 1
+        assert node.show(jid)[b"nacks"] == 1
         node.call("ACKJOB", jid)
 
 
@@ -61,14 +57,14 @@ def test_nack_delay_errors(node):
             node.call("NACK", jid, "DELAY", bad)
     with pytest.raises(redis.ResponseError, match="BADID"):
         node.call("NACK", "not-an-id", "DELAY", 1)
-    assert show(node, jid)[b"nacks"] == 0
+    assert node.show(jid)[b"nacks"] == 0
 
 
 def test_enqueue_cancels_a_pending_nack_delay(node):
     jid = delivered_job(node, "q", "RETRY", 60)
     node.call("NACK", jid, "DELAY", 30)
     assert node.call("ENQUEUE", jid) == 1
-    assert show(node, jid)[b"nacks"] == 0
+    assert node.show(jid)[b"nacks"] == 0
 
 
 def queued_on(cluster, queue: str) -> list[int]:
@@ -96,11 +92,11 @@ def test_nack_delay_in_a_cluster(cluster3):
     time.sleep(1.5)  # past every owner's own timer: still queued on one node only
     assert sorted(queued_on(cluster3, "q")) == [0, 0, 1]
     wait_for(
-        lambda: all(show(n, jid)[b"nacks"] == 1 for n in cluster3),
+        lambda: all(n.show(jid)[b"nacks"] == 1 for n in cluster3),
         timeout=5,
         message="every owner counting the NACK once",
     )
-    assert all(show(n, jid)[b"additional-deliveries"] == 0 for n in cluster3)
+    assert all(n.show(jid)[b"additional-deliveries"] == 0 for n in cluster3)
 
 
 def test_other_owners_stand_in_when_the_nacking_node_dies(cluster3):
@@ -109,7 +105,7 @@ def test_other_owners_stand_in_when_the_nacking_node_dies(cluster3):
     first.call("GETJOB", "NOHANG", "FROM", "q")
     start = time.monotonic()
     assert first.call("NACK", jid, "DELAY", 3) == 1
-    wait_for(lambda: show(cluster3[1], jid) and show(cluster3[2], jid), timeout=5)
+    wait_for(lambda: cluster3[1].show(jid) and cluster3[2].show(jid), timeout=5)
     first.kill()
     survivors = cluster3.nodes[1:]
     wait_for(
