@@ -2,7 +2,8 @@
 """Scale-out: what a cluster of N nodes costs each node, this node against C Disque.
 
     python bench/scale_out.py --ref-bin PATH [--sizes 10,25,50] [--idle 20]
-                              [--node-timeout 3000] [--requests N] [--out PATH]
+                              [--node-timeout 3000] [--requests N] [--runs 1]
+                              [--out PATH]
 
 For each N, one cluster at a time on loopback (C Disque's first, then this
 checkout's, both with ``cluster-node-timeout`` given by --node-timeout):
@@ -17,7 +18,10 @@ checkout's, both with ``cluster-node-timeout`` given by --node-timeout):
 4. **failure**: the last node killed with SIGKILL; the seconds until every
    other node flags it ``fail`` in CLUSTER NODES.
 
-Idle CPU is the median of four windows (a burst in one is not idle). Then
+Idle CPU is the median of four windows (a burst in one is not idle). With
+--runs R every cluster is measured R times, the kinds alternating (C first on
+even runs, ours first on odd ones), and each figure is the median of its runs
+(the idle figure moves by a third between runs on 2 shared cores). Then
 a model of the idle cost per node at 100, 1,000 and 5,000 nodes for both:
 a fixed cost plus a cost per bus message, fitted to the measured points,
 with the messages a node sends growing linearly with N (as both designs
@@ -25,7 +29,7 @@ ping every link every node-timeout / 2); a model, not a measurement.
 
 Needs redis-benchmark and `ulimit -n` above 4N (each node holds 2(N - 1) bus
 links). A Markdown table goes to stdout (and --out), progress to stderr.
-About 4 minutes on 2 cores with the defaults. Always stops its nodes, also on
+About 4 minutes a run on 2 cores with the defaults. Always stops its nodes, also on
 an error, Ctrl-C or SIGTERM. Exit code 0 when the run completed, 1 when a
 step failed, 2 when a prerequisite is missing, 130 when interrupted.
 """
@@ -80,6 +84,18 @@ class Point:
     @property
     def per_node_ms(self) -> float:
         return self.idle_cores * 1000 / self.nodes
+
+
+def median_point(runs: Sequence[Point]) -> Point:
+    """One point of each figure's median over the runs of one kind and size."""
+    return Point(
+        runs[0].kind,
+        runs[0].nodes,
+        *(
+            statistics.median(getattr(p, name) for p in runs)
+            for name in ("mesh_s", "idle_cores", "messages_per_s", "addjob_rate", "fail_s")
+        ),
+    )
 
 
 def messages_sent(node: Server) -> int:
@@ -236,8 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=float, default=20.0, help="idle seconds measured")
     parser.add_argument("--node-timeout", type=int, default=3000, help="ms (default 3000)")
     parser.add_argument("--requests", type=int, default=50_000, help="ADDJOBs a run")
+    parser.add_argument("--runs", type=int, default=1, help="runs of each cluster (medians)")
     parser.add_argument("--out", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     sizes = [int(s) for s in args.sizes.split(",")]
     if shutil.which("redis-benchmark") is None:
         say("redis-benchmark not found (apt install redis-tools)")
@@ -254,18 +273,23 @@ def main(argv: list[str] | None = None) -> int:
 
         kinds.append(("C", start_c))
     kinds.append(("ours", start_node))
-    points: list[Point] = []
+    runs: dict[tuple[int, str], list[Point]] = {}
     try:
         with sigterm_as_interrupt(), tempfile.TemporaryDirectory(prefix="scale-out-") as d:
-            for n in sizes:
-                for kind, start in kinds:
-                    points.append(measure(kind, start, Path(d), n, args))
+            for i in range(args.runs):
+                run_dir = Path(d) / f"run{i}"  # (fresh nodes.conf files each run)
+                run_dir.mkdir()
+                for n in sizes:
+                    for kind, start in kinds if i % 2 == 0 else kinds[::-1]:
+                        point = measure(kind, start, run_dir, n, args)
+                        runs.setdefault((n, kind), []).append(point)
     except KeyboardInterrupt:
         say("interrupted")
         return 130
     except BenchError as exc:
         say(f"failed: {exc}")
         return 1
+    points = [median_point(runs[n, kind]) for n in sizes for kind, _ in kinds]
     out = "\n".join(
         [
             table(points),
@@ -274,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Machine: {environment()}. Command: python bench/scale_out.py "
             f"--ref-bin {args.ref_bin} --sizes {args.sizes} --idle {args.idle:.0f} "
-            f"--node-timeout {args.node_timeout}",
+            f"--node-timeout {args.node_timeout} --runs {args.runs}",
         ]
     )
     print(out)
