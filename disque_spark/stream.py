@@ -7,8 +7,10 @@ the micro-batch, NACK of what never got committed when the query stops, and
 Trigger.AvailableNow. Options, besides the common ones (see
 :mod:`disque_spark.options`): ``queue`` (comma-separated, required),
 ``batchSize`` (GETJOB COUNT, default 1000), ``maxJobsPerTrigger`` (default
-100,000: a micro-batch costs Spark a few hundred milliseconds whatever its size), ``timeoutMs`` (default 100), ``numPartitions`` (default 1),
-``fetchOn`` (``executors``, the default, or ``driver``).
+1,000,000: a micro-batch costs Spark a few hundred milliseconds whatever its
+size), ``timeoutMs`` (default 100), ``numPartitions`` (tasks per node, default
+1; more when a task would hold over 100,000 jobs), ``fetchOn`` (``executors``,
+the default, or ``driver``).
 
 ``fetchOn=executors``: ``latestOffset`` plans the next batch on the driver as
 so many jobs to take from each node, where QLEN says they are (up to
@@ -36,10 +38,15 @@ executors never talk to Disque and a retried task yields the very same rows.
 node if it is gone) for every job up to ``end``. Simple, but every GETJOB of
 the query runs in the driver's one Python process.
 
-Spark calls ``commit(end of batch N)`` only when it plans batch N+1. So
-while fetched jobs wait for their acknowledgement, ``latestOffset``
-advances the offset even if it got no new job: an empty batch is planned
-and the last real batch gets committed (and acked) on an idle queue too.
+Spark writes batch N to its commit log before it plans batch N+1, and on
+Spark >= 4.2 ``latestOffset(start, limit)`` says where batch N ended: the
+jobs of the batches up to ``start`` are acknowledged there, so the last
+batch of a drain is acked without one more batch. (``commit(end)``, which
+Spark calls only after planning the next batch, acks what is left up to
+``end``.) Spark 4.0/4.1's ``latestOffset()`` says nothing of it: while
+fetched jobs wait for their acknowledgement, it advances the offset even if
+it got no new job, so that an empty batch is planned and the last real
+batch gets committed (and acked) on an idle queue too.
 
 When the query ends (stopped, failed, or done), ``stop()`` sends ``NACK``
 for every job fetched but not committed: they are back in their queues at
@@ -59,8 +66,8 @@ the queue.
 Jobs added with ``RETRY 0`` (at-most-once) cannot be NACKed and are lost
 if a batch fails. Give jobs a RETRY longer than a micro-batch takes, or
 Disque re-queues them while the batch still runs and the stream sees them
-twice. Sinks see one empty micro-batch after each burst of activity (the
-one that carries the last commit).
+twice. On Spark 4.0/4.1, sinks see one empty micro-batch after each burst
+of activity (the one that carries the last commit).
 
 ``trigger(availableNow=True)`` (Spark >= 4.2; the reader then mixes in
 ``SupportsTriggerAvailableNow``): ``prepareForTriggerAvailableNow`` records
@@ -130,7 +137,10 @@ log = logging.getLogger("disque_spark")
 
 DEFAULT_STREAM_BATCH = 1000
 DEFAULT_STREAM_TIMEOUT_MS = 100
-DEFAULT_MAX_PER_TRIGGER = 100_000
+# A micro-batch costs Spark a few hundred milliseconds whatever its size: a backlog
+# is best drained in few of them. Kafka's source has no limit by default.
+DEFAULT_MAX_PER_TRIGGER = 1_000_000
+JOBS_PER_TASK = 100_000  # most jobs one task holds (in memory, as columns)
 NODE_REFRESH_SECONDS = 30.0
 FETCH_ON = ("executors", "driver")
 
@@ -261,6 +271,10 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         ``latestOffset(start, limit)`` (Spark >= 4.2, admission control).
         """
         with self._working():
+            if start is not None and start.get("run") == self.run:
+                # Spark plans the next batch only once the last one is committed
+                # (its commit log written): everything up to `start` is done.
+                self._release(start.get("seq", 0))
             if self.fetch_on == "executors":
                 return self._plan_batch(start, self._jobs_wanted(limit))
             jobs = self._fetch(self._jobs_wanted(limit))
@@ -321,10 +335,12 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         return tasks
 
     def _split(self, asks: list[tuple[list[str], int]]) -> list[list[tuple[list[str], int]]]:
-        """A node's asks as numPartitions tasks (fewer when there are fewer jobs)."""
+        """A node's asks as numPartitions tasks (fewer when there are fewer jobs, more
+        when a task would hold over JOBS_PER_TASK: a task keeps its jobs in memory)."""
         if not asks:
             return []
-        k = min(self.num_partitions, sum(n for _, n in asks))
+        jobs = sum(n for _, n in asks)
+        k = min(max(self.num_partitions, -(-jobs // JOBS_PER_TASK)), jobs)
         parts: list[list[tuple[list[str], int]]] = [[] for _ in range(k)]
         for queues, n in asks:
             for i in range(k):
@@ -382,15 +398,18 @@ class DisqueStreamReader(DataSourceStreamReader, *AVAILABLE_NOW_BASES):  # type:
         if not end or end.get("run") != self.run:
             return
         with self._working():
-            high = end.get("seq", 0)
-            tasks = [task for seq, batch in self.planned if seq <= high for task in batch]
-            self.planned = [(seq, batch) for seq, batch in self.planned if seq > high]
-            if tasks:
-                self._settle_later(tasks)
-            done = [job for seq, batch in self.pending if seq <= high for job in batch]
-            if done:
-                self._ack(done)
-            self.pending = [(seq, batch) for seq, batch in self.pending if seq > high]
+            self._release(end.get("seq", 0))
+
+    def _release(self, high: int) -> None:
+        """Acknowledge the jobs of the batches up to ``high``: Spark committed them."""
+        tasks = [task for seq, batch in self.planned if seq <= high for task in batch]
+        self.planned = [(seq, batch) for seq, batch in self.planned if seq > high]
+        if tasks:
+            self._settle_later(tasks)
+        done = [job for seq, batch in self.pending if seq <= high for job in batch]
+        if done:
+            self._ack(done)
+        self.pending = [(seq, batch) for seq, batch in self.pending if seq > high]
 
     def stop(self) -> None:
         """The query ended (stopped, failed, or AvailableNow done): NACK the jobs of
