@@ -33,6 +33,8 @@ def test_25_nodes_mesh_agree_on_hello_and_flag_a_killed_node_failing(start_node)
         hello = node.call("HELLO")
         assert sorted(entry[0] for entry in hello[2:]) == ids, node
 
+    replicas_follow_a_window(first)
+
     victim = cluster.nodes[-1]
     victim.kill()
     survivors = cluster.nodes[:-1]
@@ -44,3 +46,26 @@ def test_25_nodes_mesh_agree_on_hello_and_flag_a_killed_node_failing(start_node)
     for node in survivors:
         hello = node.call("HELLO")
         assert len(hello[2:]) == SIZE, "HELLO still lists the failed node (priority 100)"
+
+
+def replicas_follow_a_window(first) -> None:
+    """The copies of the jobs added in one event-loop pass go to a few nodes (the
+    cron tick's window: REPLJOBs to a peer go out in one write, taken in one
+    wake-up), and over ticks they spread over the cluster."""
+    client = first.client()
+    pipe = client.pipeline(transaction=False)
+    for i in range(100):
+        pipe.execute_command("ADDJOB", "burst", f"j{i}", 5000, "REPLICATE", 3)
+    ids = pipe.execute()
+    holders = {n for jid in ids for n in first.show(jid)[b"nodes-delivered"]}
+    # One window of 4, two if a cron tick fell inside the burst (all 24 others, drawn
+    # per job).
+    assert 3 <= len(holders - {first.call("HELLO")[1]}) <= 8, holders
+    spread: set[bytes] = set()
+
+    def add_one() -> bool:
+        jid = client.execute_command("ADDJOB", "spread", "x", 5000, "REPLICATE", 3)
+        spread.update(first.show(jid)[b"nodes-delivered"])
+        return len(spread) > SIZE // 2
+
+    wait_for(add_one, timeout=20, interval=0.01, message="copies spread over ticks")

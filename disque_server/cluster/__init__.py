@@ -112,6 +112,9 @@ class Cluster:
         # replication_candidates, made again when stale (membership or flags changed)
         self.candidates: list[ClusterNode] = []
         self.candidates_stale = True
+        # The few candidates this cron tick's new jobs are replicated to
+        # (replication.candidates), drawn again each tick.
+        self.replica_window: list[ClusterNode] = []
         self.leaving = False
         self.myself = ClusterNode(b"", "", server.config["port"])
         self.myself.flags.add(MYSELF)
@@ -640,6 +643,7 @@ class Cluster:
         ADDJOB reads it, it does not build it. Do not modify the list."""
         if self.candidates_stale:
             self.candidates_stale = False
+            self.replica_window = []
             self.candidates = [
                 n
                 for n in self.nodes.values()

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 RETRY_TICK_MS: Final = 50  # add one more node this often while replication is slow
 RESEND_MS: Final = 500  # ask unconfirmed nodes again this often
+# A cron tick's new jobs go to REPLICA_WINDOW * copies of the candidates at most.
+REPLICA_WINDOW: Final = 2
 ASYNC_DEADLINE_MS: Final = 60_000
 
 NOREPL_TIMEOUT: Final = (
@@ -92,18 +94,29 @@ def candidates(cluster: Cluster, exclude: Container[bytes], count: int) -> list[
     As Disque's clusterReplicateJob: no link, no REPLJOB; the cron tries one
     more node every 50 ms, so a link that comes up gets the job then.
 
-    In a large cluster, drawn at random until enough fit (uniform among those
-    that do): nothing per job walks all the nodes."""
+    In a large cluster, from a window of a few candidates drawn at random for
+    each cron tick (``Cluster.replica_window``), else drawn at random from
+    all of them: nothing per job walks all the nodes. Disque draws each job's
+    nodes from all of them; then, in a cluster of 25 nodes, the REPLJOBs of
+    one event-loop pass go out one or two a link, and each wakes a process of
+    its own. Drawn from the window, they go out in a few writes, each peer
+    takes many in one wake-up, and over a second the copies spread as evenly."""
     pool = cluster.replication_candidates()
     size = len(pool)
-    if size > 4 * count:
-        chosen: list[ClusterNode] = []
-        for _ in range(8 * count):
-            node = pool[int(_random() * size)]
-            if node.link is not None and node.id not in exclude and node not in chosen:
-                chosen.append(node)
-                if len(chosen) == count:
-                    return chosen
+    if size <= 4 * count:
+        return pick([n for n in pool if n.link is not None and n.id not in exclude], count)
+    window = cluster.replica_window
+    if len(window) < REPLICA_WINDOW * count:
+        window = cluster.replica_window = pick(list(pool), REPLICA_WINDOW * count)
+    chosen = [n for n in pick(window, len(window)) if n.link is not None and n.id not in exclude]
+    if len(chosen) >= count:
+        return chosen[:count]
+    for _ in range(8 * count):
+        node = pool[int(_random() * size)]
+        if node.link is not None and node.id not in exclude and node not in chosen:
+            chosen.append(node)
+            if len(chosen) == count:
+                return chosen
     return pick([n for n in pool if n.link is not None and n.id not in exclude], count)
 
 
@@ -143,6 +156,7 @@ def send_repljob(cluster: Cluster, job: Job, node_ids: list[bytes]) -> None:
 
 
 def cron(cluster: Cluster, now: int) -> None:
+    cluster.replica_window = []  # the next jobs go to other candidates
     for rep in list(cluster.replications.values()):
         if rep.deadline and now >= rep.deadline:
             replication_failed(cluster, rep)
