@@ -5,7 +5,19 @@ from __future__ import annotations
 import time
 
 import pytest
-from nodes import wait_for
+from nodes import messages_received, wait_for
+
+
+def test_an_idle_pair_exchanges_one_ping_per_half_timeout(cluster3):
+    """One PING a pair, whichever end sends it, when nothing came for half the node
+    timeout, and no random pings: a node hears from each of its 2 peers about
+    once per 0.75 s (timeout 1500 ms). Disque's schedule (each end pings the
+    other, and a random node every second) brings it about 7 messages a second."""
+    node = cluster3[0]
+    before, t0 = messages_received(node), time.monotonic()
+    time.sleep(3)
+    per_second = (messages_received(node) - before) / (time.monotonic() - t0)
+    assert 1 <= per_second <= 4, f"{per_second:.1f} bus messages a second"
 
 
 def test_chain_of_meets_discovers_full_mesh_of_five(start_cluster):
