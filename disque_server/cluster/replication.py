@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 RETRY_TICK_MS: Final = 50  # add one more node this often while replication is slow
 RESEND_MS: Final = 500  # ask unconfirmed nodes again this often
-# A cron tick's new jobs go to REPLICA_WINDOW * copies of the candidates at most.
+# A cron tick's new jobs go to REPLICA_WINDOW * copies of the candidates (unless
+# too few of those have a link: then to any).
 REPLICA_WINDOW: Final = 2
 ASYNC_DEADLINE_MS: Final = 60_000
 
@@ -103,20 +104,21 @@ def candidates(cluster: Cluster, exclude: Container[bytes], count: int) -> list[
     takes many in one wake-up, and over a second the copies spread as evenly."""
     pool = cluster.replication_candidates()
     size = len(pool)
-    if size <= 4 * count:
-        return pick([n for n in pool if n.link is not None and n.id not in exclude], count)
-    window = cluster.replica_window
-    if len(window) < REPLICA_WINDOW * count:
-        window = cluster.replica_window = pick(list(pool), REPLICA_WINDOW * count)
-    chosen = [n for n in pick(window, len(window)) if n.link is not None and n.id not in exclude]
-    if len(chosen) >= count:
-        return chosen[:count]
-    for _ in range(8 * count):
-        node = pool[int(_random() * size)]
-        if node.link is not None and node.id not in exclude and node not in chosen:
-            chosen.append(node)
-            if len(chosen) == count:
-                return chosen
+    if size > 4 * count:
+        window = cluster.replica_window
+        if len(window) < REPLICA_WINDOW * count:
+            window = cluster.replica_window = pick(list(pool), REPLICA_WINDOW * count)
+        chosen = [
+            n for n in pick(window, len(window)) if n.link is not None and n.id not in exclude
+        ]
+        if len(chosen) >= count:
+            return chosen[:count]
+        for _ in range(8 * count):
+            node = pool[int(_random() * size)]
+            if node.link is not None and node.id not in exclude and node not in chosen:
+                chosen.append(node)
+                if len(chosen) == count:
+                    return chosen
     return pick([n for n in pool if n.link is not None and n.id not in exclude], count)
 
 
