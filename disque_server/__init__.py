@@ -1,7 +1,7 @@
 """disque_server: a Disque 1.0-rc1 compatible job queue node, in Python.
 
 Module map, bottom to top: a module imports only those below it (and those
-of its own package); what a module below the client calls above it is a
+of its own package); what a module below server.py calls above it is a
 method of ``hooks.Hooks``, which ``server.NodeHooks`` carries on to the layer
 that acts on it (tests/unit/test_import_order.py holds the order of the
 imports, tests/unit/test_layers.py checks the calls made at run time).
@@ -9,7 +9,8 @@ imports, tests/unit/test_layers.py checks the calls made at run time).
 - ``clock``, ``log``, ``config``, ``tls``
 - ``resp``      RESP: replies, bus messages and AOF records; request framing
 - ``job``       the Job object, job IDs, states, SHOW rendering, its fields
-- ``hooks``     what the layers below the client call above them (the events)
+- ``stats``, ``slowlog``, ``latency``: the counters, SLOWLOG's entries, the loop's stalls
+- ``hooks``     what the modules below the server call above them (the events)
 - ``memory``    maxmemory accounting: used memory and its level
 - ``queue``     queues: ordered jobs, blocked clients, pause, stats
 - ``registry``  the jobs registered here: lookup, awake timers, the job state machine
@@ -17,14 +18,15 @@ imports, tests/unit/test_layers.py checks the calls made at run time).
 - ``aof``       the append-only file (``check_aof``: its checker)
 - ``eviction``  what maxmemory frees, and room for a command (``memory`` counts)
 - ``collector``, ``output_limits``, ``watchdog``: what the cron runs
-- ``client``    one client connection: RESP parsing, dispatch, replies, blocking
+- ``client``    one client connection: its requests, replies, blocking
 - ``ack``       acknowledgements, ACKJOB replies held for the GC
 - ``cluster``   this node's view of the cluster: bus, replication, re-queue, GC,
   federation
 - ``commands``  one module per command family (``addjob``, ``getjob``, ``jobs_by_id``:
   the commands naming jobs by ID, ...); ``commands.build_table``
-- ``metrics``   the Prometheus endpoint
-- ``server``    the node: builds and wires the rest, listeners, cron, stats
+- ``metrics``   the Prometheus endpoint (it reads all of the above)
+- ``server``    the node: builds and wires the rest (``NodeHooks``), listeners,
+  command dispatch, the cron, shutdown
 - ``main``      command line: ``disque-server [conf] [--directive value ...]``
 """
 

@@ -16,10 +16,11 @@ import asyncio
 import itertools
 import socket
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from disque_server import resp
-from disque_server.clock import command_clock
+from disque_server.memory import CLIENT_BYTES
 from disque_server.request_reader import RequestError, RequestReader
 from disque_server.resp import RESP2, Protocol
 
@@ -152,15 +153,15 @@ class Client:
         """Run the complete requests of the input in order, until it is used up, the
         client blocks or is closing; past RUN_BUDGET requests the rest waits for the
         next event-loop pass."""
-        server = self.server
-        server.command_start = command_clock()
+        hooks = self.server.hooks
+        hooks.requests_started()
         self.run_requests()
-        if server.streak_calls:
-            server.end_streak()  # (a streak of fast commands ends with the pass)
+        hooks.requests_done()  # (a streak of fast commands ends with the pass)
 
     def run_requests(self) -> None:
         requests = self.requests
-        server = self.server  # (server.dispatch is called as a method: a native call)
+        server = self.server
+        hooks = server.hooks  # (a native class: each request is a C call, Hooks.request)
         budget = RUN_BUDGET
         while (
             not self.blocked
@@ -180,7 +181,7 @@ class Client:
                 return
             if argv is None:
                 return
-            server.dispatch(self, argv)
+            hooks.request(self, argv)
 
     def protocol_error(self, reason: str) -> None:
         self.server.log.verbose("Protocol error from client %s: %s", self.addr, reason)
@@ -209,7 +210,7 @@ class Client:
         sleeping peer costs the node a scheduler call in the kernel)."""
         if not self.flush_due:
             self.flush_due = True
-            self.server.flush_later(self)
+            self.server.hooks.replies_ready(self)
 
     def close_after_reply(self) -> None:
         self.closing = True
@@ -284,3 +285,14 @@ class Client:
             f"flags={flags} qbuf={self.requests.buffered()} qbuf-free=0 "
             f"obl=0 oll={len(self.out)} omem=0 events=r cmd={self.last_cmd.name if self.last_cmd else 'NULL'}"
         )
+
+
+def buffered_bytes(clients: Iterable[Client]) -> int:
+    """What the clients cost in used_memory: each connection's fixed cost, and its
+    input and output buffers."""
+    total = 0
+    for c in clients:
+        total += CLIENT_BYTES + c.requests.buffered()
+        if c.transport is not None:
+            total += c.transport.get_write_buffer_size()
+    return total

@@ -5,8 +5,8 @@ frees, a slice a second, what no client can still need: acknowledged jobs,
 delivered RETRY 0 jobs (at most once: never delivered again) and idle empty
 queues; and a command that grows memory first tries to make room for itself
 (Disque's freeMemoryIfNeeded) or is refused with -OOM. It walks the jobs and the
-queues and sums the clients' buffers: it sits above them all, below the server
-that calls it.
+queues (the clients' buffers it asks of the hook ``client_buffers``): it sits
+above them all, below the server that calls it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from disque_server.job import ACKED, ACTIVE, FLAG_DELIVERED
-from disque_server.memory import CLIENT_BYTES, EVICT
+from disque_server.memory import EVICT
 
 if TYPE_CHECKING:
     from disque_server.server import Server
@@ -25,21 +25,13 @@ EVICT_BEFORE_COMMAND: Final = 100
 EVICT_PER_SECOND: Final = 10_000
 
 
-def client_buffers(server: Server) -> int:
-    """Clients' fixed cost and their input and output buffers."""
-    total = 0
-    for c in server.clients:
-        total += CLIENT_BYTES + c.requests.buffered()
-        if c.transport is not None:
-            total += c.transport.get_write_buffer_size()
-    return total
-
-
 def sample_buffers(server: Server) -> None:
     """What the clients and the AOF buffer now (part of used_memory): once a second."""
     aof = server.aof
     server.memory.buffers = (
-        client_buffers(server) + sum(map(len, aof.buf)) + sum(map(len, aof.rewrite_buf or ()))
+        server.hooks.client_buffers()
+        + sum(map(len, aof.buf))
+        + sum(map(len, aof.rewrite_buf or ()))
     )
 
 

@@ -1,20 +1,22 @@
-"""Hooks: what the layers below the client call above them.
+"""Hooks: what the modules below server.py call above them.
 
 The node is a one-way stack (see ``disque_server/__init__.py``): a module imports
 only the modules below it. Where a lower module must make something happen above
 it (a re-queued job told to the other owners, a job's change written to the AOF,
-the GC of an acknowledged job), it calls a method of ``Hooks``: each one names
-the event, and ``server.NodeHooks``, its subclass, is the one place where the
-call goes on to the layer that acts on it. ``Hooks`` itself does nothing, as a
-node with no cluster, no AOF and no client would. tests/unit/test_layers.py
-checks that the lower modules make no other call upward through the server.
+the GC of an acknowledged job, a client's request run through the command table),
+it calls a method of ``Hooks``: each one names the event, and ``server.NodeHooks``,
+its subclass, is the one place where the call goes on to the layer that acts on
+it. ``Hooks`` itself does nothing, as a node with no cluster, no AOF and no
+command would. tests/unit/test_layers.py checks that the lower modules make no
+other call upward through the server.
 
 ``Hooks`` is a native class in the compiled node: a hook call is a C call through
-its vtable, not a Python call (some are on every ADDJOB and GETJOB)."""
+its vtable, not a Python call (some are on every request).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from disque_server.ack import AckWait
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from disque_server.job import Job
     from disque_server.queue import Queue
 
-NEVER_MS = 1 << 61  # (a small int for compiled code: 1 << 62 would be boxed)
+NEVER_MS: Final = 1 << 61  # (a small int for compiled code: 1 << 62 would be boxed)
 
 
 class Hooks:
@@ -74,3 +76,35 @@ class Hooks:
     def ack_wait_released(self, wait: AckWait) -> None:
         """An ACKJOB reply held for the GC of its jobs was given (or the client went):
         the GC no longer reports to it (ack.AckWait)."""
+
+    # ---- from the client connections (client.py) --------------------------------------
+    def requests_started(self) -> None:
+        """A client's requests read this pass are about to run, one after another:
+        the commands' clock starts (each command is timed from the end of the one
+        before: Server.dispatch)."""
+
+    def request(self, client: Client, argv: list[bytes]) -> None:
+        """Run one request: the command table, the checks every command passes, the
+        command (Server.dispatch)."""
+
+    def requests_done(self) -> None:
+        """The client's requests of this pass have run: a streak of fast commands,
+        timed as one, ends (Server.end_streak)."""
+
+    def replies_ready(self, client: Client) -> None:
+        """A client has replies to send: they are written once every client of this
+        event-loop pass has run (Server.flush_later)."""
+
+    # ---- from maxmemory (eviction.py) --------------------------------------------------
+    def client_buffers(self) -> int:
+        """What the clients cost: each connection, and its input and output
+        buffers (part of used_memory, summed once a second)."""
+        return 0
+
+    # ---- from the cluster and the commands ---------------------------------------------
+    def leaving_started(self) -> None:
+        """This node started leaving the cluster (CLUSTER LEAVING yes): the clients
+        blocked in GETJOB are told to go elsewhere (-LEAVING)."""
+
+    def shutdown_requested(self, exit_code: int) -> None:
+        """SHUTDOWN: no command runs from now on; the node stops (Server.stop)."""

@@ -33,6 +33,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 
 from disque_server import DISQUE_VERSION, tls
+from disque_server.commands import commands_processed
 from disque_server.job import STATE_NAMES
 from disque_server.queue import PAUSED_IN, PAUSED_OUT
 
@@ -79,7 +80,7 @@ class NodeCollector:
         yield GaugeMetricFamily(
             "disque_event_loop_max_stall_seconds",
             "Worst event-loop stall seen by the cron since start or LATENCY RESET",
-            value=s.stats_max_stall_ms / 1000,
+            value=s.latency.max_stall_ms / 1000,
         )
 
     # ---- jobs and queues -----------------------------------------------------------
@@ -156,7 +157,7 @@ class NodeCollector:
             value=s.stats.connections_received,
         )
         yield CounterMetricFamily(
-            "disque_commands_processed", "Commands run", value=s.count_commands()
+            "disque_commands_processed", "Commands run", value=commands_processed(s.command_list)
         )
         calls = CounterMetricFamily("disque_command_calls", "Calls, by command", labels=["command"])
         seconds = CounterMetricFamily(
@@ -376,9 +377,9 @@ class MetricsHTTP(asyncio.Protocol):
             self.transport.close()
 
 
-async def start(server: Server, client_hosts: list[str | None]) -> None:
+async def start(server: Server, client_hosts: list[str | None]) -> list[asyncio.AbstractServer]:
     """Listen on metrics-port (HTTPS when the node has a certificate), on metrics-bind
-    or else where the client port listens."""
+    or else where the client port listens. The listeners, for the server to close."""
     config = server.config
     port = config["metrics-port"]
     hosts: list[str | None] = list(config["metrics-bind"].split()) or client_hosts
@@ -386,6 +387,7 @@ async def start(server: Server, client_hosts: list[str | None]) -> None:
     if config["tls-cert-file"] and config["tls-key-file"]:
         context = tls.server_context(config)
     registry = registry_for(server)
+    listeners: list[asyncio.AbstractServer] = []
     for host in hosts:
         try:
             srv = await server.loop.create_server(
@@ -399,10 +401,11 @@ async def start(server: Server, client_hosts: list[str | None]) -> None:
             if host == "::1":
                 continue
             raise
-        server.servers.append(srv)
+        listeners.append(srv)
     server.log.notice(
         "Prometheus metrics on %s://%s:%d/metrics",
         "https" if context else "http",
         hosts[0] or "*",
         port,
     )
+    return listeners

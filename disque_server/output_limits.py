@@ -15,7 +15,7 @@ from disque_server.config import output_limits
 
 if TYPE_CHECKING:
     from disque_server.client import Client
-    from disque_server.server import Server
+    from disque_server.log import Log
 
 
 class OutputLimits:
@@ -24,8 +24,8 @@ class OutputLimits:
         self.setting = ""  # client-output-buffer-limit as last parsed, and its numbers
         self.limits = (0, 0, 0)
 
-    def enforce(self, server: Server) -> None:
-        setting = server.config["client-output-buffer-limit"]
+    def enforce(self, clients: dict[Client, None], setting: str, log: Log) -> None:
+        """Close the clients over their limits (``setting``: client-output-buffer-limit)."""
         if setting != self.setting:  # parsed once per CONFIG SET, not every tick
             self.setting, self.limits = setting, output_limits(setting)
         hard, soft, seconds = self.limits
@@ -33,26 +33,26 @@ class OutputLimits:
             self.soft_since.clear()
             return
         now = time.monotonic()
-        for gone in [c for c in self.soft_since if c not in server.clients]:
+        for gone in [c for c in self.soft_since if c not in clients]:
             del self.soft_since[gone]
-        for client in list(server.clients):
+        for client in list(clients):
             if client.transport is None or client.closing:
                 self.soft_since.pop(client, None)
                 continue
             size = client.transport.get_write_buffer_size()
             if hard and size > hard:
-                self.close(server, client, size)
+                self.close(log, client, size)
                 continue
             if soft and size > soft:
                 since = self.soft_since.setdefault(client, now)
                 if now - since >= seconds:
-                    self.close(server, client, size)
+                    self.close(log, client, size)
             else:
                 self.soft_since.pop(client, None)
 
-    def close(self, server: Server, client: Client, size: int) -> None:
+    def close(self, log: Log, client: Client, size: int) -> None:
         self.soft_since.pop(client, None)
-        server.log.warning(
+        log.warning(
             "Client %s closed for overcoming of output buffer limits (%d bytes pending).",
             client.addr,
             size,

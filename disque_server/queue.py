@@ -308,6 +308,15 @@ class Queues:
         self.ready.pop(q, None)
         self.with_clients.pop(q, None)
 
+    def flush(self) -> None:
+        """DEBUG FLUSHALL, CLUSTER RESET (with the jobs): every queue is gone but
+        those clients are blocked on, which are left empty."""
+        for q in list(self.by_name.values()):
+            if not q.clients:
+                self.destroy(q)
+            else:
+                q.jobs.clear()
+
     def __len__(self) -> int:
         return len(self.by_name)
 

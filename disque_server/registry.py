@@ -355,6 +355,11 @@ class Jobs:
             f"timer_unplaced_jobs:{len(self.unplaced)}",
         ]
 
+    def flush_all(self) -> None:
+        """DEBUG FLUSHALL, CLUSTER RESET: forget every job, and the queues."""
+        self.flush()
+        self.server.queues.flush()
+
     def flush(self) -> None:
         self.by_id.clear()
         self.data_bytes = 0

@@ -15,15 +15,13 @@ import socket
 import ssl
 import time
 import traceback
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from disque_server import eviction, metrics, resp, tls
 from disque_server.ack import Acks, AckWait
 from disque_server.aof import AOF
 from disque_server.blocking import BlockedGetJob
-from disque_server.client import Client
+from disque_server.client import Client, buffered_bytes
 from disque_server.clock import command_clock
 from disque_server.cluster import Cluster, federation, replication, requeue
 from disque_server.collector import Collector
@@ -34,12 +32,14 @@ from disque_server.commands import (
     Command,
     addjob,
     build_table,
+    commands_processed,
     getjob,
     jobs_by_id,
 )
 from disque_server.config import Config, ConfigError
 from disque_server.hooks import Hooks
 from disque_server.job import WAIT_REPL, CtimeClock, Job
+from disque_server.latency import LatencyMonitor
 from disque_server.listener import Listener, as_protocol, listening_sockets
 from disque_server.log import Log
 from disque_server.memory import EVICT, Memory, without_peak_capacity
@@ -47,54 +47,15 @@ from disque_server.output_limits import OutputLimits
 from disque_server.queue import Queue, Queues
 from disque_server.registry import Jobs
 from disque_server.resp import LEAVING_ERROR
+from disque_server.slowlog import SlowLog
+from disque_server.stats import Stats
 from disque_server.watchdog import Watchdog
 
-SLOWLOG_MAX_ARGS: Final = 32
-SLOWLOG_MAX_ARGLEN: Final = 128
 # Under this slowlog-log-slower-than (seconds), every command is timed on its own,
 # not in a streak of fast commands (Server.end_streak).
 STREAK_TIMING_FLOOR_S: Final = 0.001
 # An idle node's cron runs at hz / IDLE_CRON_SLOWDOWN (Server.cron_period).
 IDLE_CRON_SLOWDOWN: Final = 4
-
-
-@dataclass
-class Stats:
-    connections_received: int = 0
-    rejected_connections: int = 0
-    net_input_bytes: int = 0
-    net_output_bytes: int = 0
-    blocked_clients: int = 0
-    expired_jobs: int = 0
-    # ADDJOB refusals by error code (NOREPL, OOM, PAUSED, MAXLEN, ERR): counted on
-    # those paths only; the metrics derive the successful ones from the calls.
-    addjob_refused: dict[bytes, int] = field(default_factory=dict)
-    # instantaneous metrics: (time, commands, input bytes, output bytes) samples
-    samples: deque[tuple[float, int, int, int]] = field(default_factory=lambda: deque(maxlen=16))
-
-    def reset(self) -> None:
-        """CONFIG RESETSTAT: every counter back to zero but the clients blocked now."""
-        self.connections_received = self.rejected_connections = 0
-        self.net_input_bytes = self.net_output_bytes = 0
-        self.expired_jobs = 0
-        self.addjob_refused = {}
-        self.samples = deque(maxlen=16)
-
-    def count_refusal(self, command: bytes, code: bytes) -> None:
-        if command == b"addjob":
-            self.addjob_refused[code] = self.addjob_refused.get(code, 0) + 1
-
-    def sample(self, commands_processed: int) -> None:
-        self.samples.append(
-            (time.monotonic(), commands_processed, self.net_input_bytes, self.net_output_bytes)
-        )
-
-    def rate(self, index: int) -> float:
-        if len(self.samples) < 2:
-            return 0.0
-        t0, t1 = self.samples[0], self.samples[-1]
-        dt = t1[0] - t0[0]
-        return (t1[index] - t0[index]) / dt if dt > 0 else 0.0
 
 
 def slowlog_threshold_s(threshold_us: int) -> float:
@@ -103,9 +64,10 @@ def slowlog_threshold_s(threshold_us: int) -> float:
 
 
 class NodeHooks(Hooks):
-    """Where the calls of the layers below the client go on (hooks.py lists them):
+    """Where the calls of the modules below the server go on (hooks.py lists them):
     to the cluster (replication, re-queue, GC, federation), the AOF, the ACKJOB
-    replies held for the GC, and GETJOB's reply to a blocked client."""
+    replies held for the GC, GETJOB's reply to a blocked client, and the server's
+    own dispatch, reply flushing and shutdown."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -154,6 +116,34 @@ class NodeHooks(Hooks):
     def ack_wait_released(self, wait: AckWait) -> None:
         self.server.acks.forget_wait(wait)
 
+    def client_buffers(self) -> int:
+        return buffered_bytes(self.server.clients)
+
+    def requests_started(self) -> None:
+        self.server.command_start = command_clock()
+
+    def request(self, client: Client, argv: list[bytes]) -> None:
+        self.server.dispatch(client, argv)
+
+    def requests_done(self) -> None:
+        server = self.server
+        if server.streak_calls:
+            server.end_streak()
+
+    def replies_ready(self, client: Client) -> None:
+        self.server.flush_later(client)
+
+    def leaving_started(self) -> None:
+        """Clients blocked in GETJOB must go elsewhere."""
+        for client in list(self.server.clients):
+            if isinstance(client.blocked, BlockedGetJob):
+                client.reply(LEAVING_ERROR)
+                client.unblock()
+                client.flush()
+
+    def shutdown_requested(self, exit_code: int) -> None:
+        self.server.request_shutdown(exit_code)
+
 
 class Server:
     """One Disque node."""
@@ -178,8 +168,7 @@ class Server:
         self.cluster = Cluster(self)
         self.commands: dict[bytes, Command] = build_table()
         self.command_list: list[Command] = list(dict.fromkeys(self.commands.values()))
-        self.slowlog: deque = deque(maxlen=config["slowlog-max-len"])
-        self.slowlog_next_id = 0
+        self.slowlog = SlowLog(config["slowlog-max-len"])
         # Read by every command: kept here, not looked up in the config each time.
         self.slowlog_threshold_s = slowlog_threshold_s(config["slowlog-log-slower-than"])
         self.slow_s = self.slowlog_threshold_s  # the least of it and the watchdog period
@@ -198,9 +187,8 @@ class Server:
         self.shutting_down = False
         self._last_second = 0
         self._cron_expected = 0.0
-        self.stats_max_stall_ms = 0  # worst event loop stall seen by the cron
         self.collector = Collector()
-        self.latency: dict[str, tuple[int, int, int]] = {}  # event -> (time, last, worst)
+        self.latency = LatencyMonitor()
         self.aof = AOF(self)
         self.watchdog = Watchdog()
         self.output_limits = OutputLimits()
@@ -215,7 +203,7 @@ class Server:
         # whoever waits for PING (scripts, tests, supervisors) may talk to the bus.
         await self.cluster.start_bus(hosts)
         if self.config["metrics-port"]:
-            await metrics.start(self, hosts)
+            self.servers += await metrics.start(self, hosts)
         # The TLS files are read before any client port listens: a node that cannot
         # start must never have answered a PING (its error path runs the event loop).
         tls_context = tls.server_context(self.config) if self.config["tls-port"] else None
@@ -454,10 +442,6 @@ class Server:
             client.flush_due = False
             client.flush()
 
-    def count_commands(self) -> int:
-        """total_commands_processed: every command run, counted by command."""
-        return sum(cmd.calls for cmd in self.command_list)
-
     def feed_monitors(self, client: Client, argv: list[bytes]) -> None:
         now = time.time()
         args = " ".join(
@@ -476,7 +460,7 @@ class Server:
         """Slowlog and watchdog: ``elapsed`` is the command's time, ``held`` how long
         the event loop was held (a streak's whole time; the command's when not given)."""
         if elapsed >= self.slowlog_threshold_s:
-            self.slowlog_add(argv, elapsed)
+            self.slowlog.add(argv, elapsed)
         if held < 0:
             held = elapsed
         period = self.config["watchdog-period"]
@@ -498,21 +482,6 @@ class Server:
         self.slow_s = min(self.slowlog_threshold_s, watchdog_s)
         # A slowlog that logs commands of a millisecond or less wants each one's time.
         self.time_streaks = self.slowlog_threshold_s > STREAK_TIMING_FLOOR_S
-
-    def slowlog_add(self, argv: list[bytes], elapsed: float) -> None:
-        args = [
-            a[:SLOWLOG_MAX_ARGLEN]
-            + (
-                b"... (%d more bytes)" % (len(a) - SLOWLOG_MAX_ARGLEN)
-                if len(a) > SLOWLOG_MAX_ARGLEN
-                else b""
-            )
-            for a in argv[:SLOWLOG_MAX_ARGS]
-        ]
-        if len(argv) > SLOWLOG_MAX_ARGS:
-            args[-1] = b"... (%d more arguments)" % (len(argv) - SLOWLOG_MAX_ARGS + 1)
-        self.slowlog.appendleft((self.slowlog_next_id, int(time.time()), int(elapsed * 1e6), args))
-        self.slowlog_next_id += 1
 
     # ---- cron ------------------------------------------------------------------------
     def schedule_cron(self) -> None:
@@ -542,7 +511,10 @@ class Server:
         return not self.clients and not len(self.jobs)
 
     def cron(self) -> None:
-        self.record_stall(int((time.monotonic() - self._cron_expected) * 1000))
+        self.latency.record_stall(
+            int((time.monotonic() - self._cron_expected) * 1000),
+            self.config["latency-monitor-threshold"],
+        )
         try:
             self.clock_s = time.time()
             now = int(self.clock_s * 1000)
@@ -550,13 +522,15 @@ class Server:
             if busy:  # (idle: no job to process or count, no client to limit)
                 self.jobs.process_due(now)
                 self.jobs.refresh_memory()
-                self.output_limits.enforce(self)
+                self.output_limits.enforce(
+                    self.clients, self.config["client-output-buffer-limit"], self.log
+                )
             self.watchdog.tick(self.config["watchdog-period"], self.cron_hz(), self.log.stream)
             self.cluster.cron(now)
             self.collector.cron()
             self.aof.cron()
             if busy:  # (idle: no command runs)
-                self.stats.sample(self.count_commands())
+                self.stats.sample(commands_processed(self.command_list))
             if now // 1000 != self._last_second:
                 self._last_second = now // 1000
                 self.once_per_second()
@@ -591,28 +565,6 @@ class Server:
         self.cluster.replications = without_peak_capacity(self.cluster.replications)
         self.clients = without_peak_capacity(self.clients)
 
-    # ---- latency monitoring ---------------------------------------------------------
-    def record_stall(self, stall_ms: int) -> None:
-        """How late the cron ran: the loop was busy that long."""
-        if stall_ms <= 0:
-            return
-        self.stats_max_stall_ms = max(self.stats_max_stall_ms, stall_ms)
-        threshold = self.config["latency-monitor-threshold"]
-        if threshold and stall_ms >= threshold:
-            _, _, worst = self.latency.get("event-loop", (0, 0, 0))
-            self.latency["event-loop"] = (int(time.time()), stall_ms, max(worst, stall_ms))
-
-    def latency_events(self) -> list[tuple[str, int, int, int]]:
-        return [(name, *values) for name, values in self.latency.items()]
-
-    def latency_reset(self) -> None:
-        self.latency.clear()
-        self.stats_max_stall_ms = 0
-
-    def prepare_shutdown_rewrite_aof(self) -> bool:
-        """SHUTDOWN REWRITE-AOF: a fresh AOF, whether appendonly is on or not."""
-        return self.aof.rewrite_for_shutdown()
-
     def on_config_change(self, name: str, value: Any) -> None:
         """CONFIG SET of ``name`` (``value`` of the parameter's type, as Config checked)."""
         if name == "slowlog-log-slower-than":
@@ -632,21 +584,4 @@ class Server:
             else:
                 self.aof.disable()
         elif name == "slowlog-max-len":
-            self.slowlog = deque(self.slowlog, maxlen=int(value))
-
-    def flush_all(self) -> None:
-        """DEBUG FLUSHALL, CLUSTER RESET: forget every job and queue."""
-        self.jobs.flush()
-        for q in list(self.queues.by_name.values()):
-            if not q.clients:
-                self.queues.destroy(q)
-            else:
-                q.jobs.clear()
-
-    def reject_blocked_getjob_leaving(self) -> None:
-        """A node starts leaving: clients blocked in GETJOB must go elsewhere."""
-        for client in list(self.clients):
-            if isinstance(client.blocked, BlockedGetJob):
-                client.reply(LEAVING_ERROR)
-                client.unblock()
-                client.flush()
+            self.slowlog.resize(int(value))

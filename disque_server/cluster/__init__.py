@@ -725,7 +725,7 @@ class Cluster:
 
     def reset(self, hard: bool) -> None:
         """CLUSTER RESET: forget every other node and every job; HARD: new ID."""
-        self.server.flush_all()
+        self.server.jobs.flush_all()
         for node in list(self.nodes.values()):
             if node is not self.myself:
                 self.drop(node)
@@ -740,7 +740,7 @@ class Cluster:
         self.leaving = leaving
         self.save_config()
         if leaving:
-            self.server.reject_blocked_getjob_leaving()
+            self.server.hooks.leaving_started()
         for node in self.reachable_nodes():  # tell everybody now, not at the next PING
             self.send(node, b"PING", self.gossip_payload(node))
 

@@ -121,3 +121,8 @@ def build_table() -> dict[bytes, Command]:
         table[name.encode()] = cmd
         table[name.upper().encode()] = cmd
     return table
+
+
+def commands_processed(command_list: list[Command]) -> int:
+    """total_commands_processed: every command run, counted by command."""
+    return sum(cmd.calls for cmd in command_list)

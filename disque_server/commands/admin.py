@@ -251,13 +251,13 @@ def slowlog_command(c: Client, argv: list[bytes]) -> None:
             if value is None:
                 c.reply(NOT_INTEGER)
                 return
-            count = len(server.slowlog) if value < 0 else value
-        entries = list(server.slowlog)[:count]
+            count = len(server.slowlog.entries) if value < 0 else value
+        entries = list(server.slowlog.entries)[:count]
         c.reply_value([[eid, ts, dur, args] for eid, ts, dur, args in entries])
     elif sub == b"len" and len(argv) == 2:
-        c.reply(integer(len(server.slowlog)))
+        c.reply(integer(len(server.slowlog.entries)))
     elif sub == b"reset" and len(argv) == 2:
-        server.slowlog.clear()
+        server.slowlog.entries.clear()
         c.reply(resp.OK)
     else:
         c.reply_error("ERR Unknown SLOWLOG subcommand or wrong # of args. Try GET, RESET, LEN.")
@@ -267,10 +267,10 @@ def latency_command(c: Client, argv: list[bytes]) -> None:
     sub = argv[1].lower()
     server = c.server
     if sub == b"latest" and len(argv) == 2:
-        events = server.latency_events()
+        events = server.latency.latest()
         c.reply_value([[name.encode(), ts, last, worst] for name, ts, last, worst in events])
     elif sub == b"reset":
-        server.latency_reset()
+        server.latency.reset()
         c.reply(integer(1))
     elif sub == b"history" and len(argv) == 3:
         c.reply_value([])
@@ -279,7 +279,7 @@ def latency_command(c: Client, argv: list[bytes]) -> None:
             bulk(
                 b"Dave, no latency spike was observed during the lifetime of this "
                 b"Disque instance, not in the slightest bit."
-                if not server.latency_events()
+                if not server.latency.events
                 else b"Latency spikes observed: see LATENCY LATEST."
             )
         )
@@ -317,7 +317,7 @@ def debug_command(c: Client, argv: list[bytes]) -> None:
     sub = argv[1].lower()
     server = c.server
     if sub == b"flushall" and len(argv) == 2:
-        server.flush_all()
+        server.jobs.flush_all()
         c.reply(resp.OK)
     elif sub == b"sleep" and len(argv) == 3:
         try:
@@ -342,10 +342,10 @@ def shutdown_command(c: Client, argv: list[bytes]) -> None:
     if option not in (b"", b"rewrite-aof"):  # (SAVE and NOSAVE are Redis', not Disque's)
         c.reply(SYNTAX_ERROR)
         return
-    if option == b"rewrite-aof" and not server.prepare_shutdown_rewrite_aof():
+    if option == b"rewrite-aof" and not server.aof.rewrite_for_shutdown():
         c.reply_error("ERR Errors trying to SHUTDOWN. Check logs.")
         return
-    server.request_shutdown(0)
+    server.hooks.shutdown_requested(0)
 
 
 def monitor_command(c: Client, argv: list[bytes]) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from disque_server import BUILD_ID, DISQUE_VERSION, eviction
+from disque_server.commands import commands_processed
 from disque_server.memory import rss_bytes
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def section_stats(s: Server) -> list[str]:
     st = s.stats
     return [
         f"total_connections_received:{st.connections_received}",
-        f"total_commands_processed:{s.count_commands()}",
+        f"total_commands_processed:{commands_processed(s.command_list)}",
         f"instantaneous_ops_per_sec:{int(st.rate(1))}",
         f"total_net_input_bytes:{st.net_input_bytes}",
         f"total_net_output_bytes:{st.net_output_bytes}",
@@ -134,7 +135,10 @@ def section_commandstats(s: Server) -> list[str]:
 
 
 def section_latency(s: Server) -> list[str]:
-    return [f"event_loop_max_stall_ms:{s.stats_max_stall_ms}", f"slowlog_len:{len(s.slowlog)}"]
+    return [
+        f"event_loop_max_stall_ms:{s.latency.max_stall_ms}",
+        f"slowlog_len:{len(s.slowlog.entries)}",
+    ]
 
 
 SECTIONS: Final[dict[str, Callable[[Server], list[str]]]] = {

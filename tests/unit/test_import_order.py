@@ -31,13 +31,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("resp",),  # all encoding, and the request framing
     ("request_reader",),  # bytes in, requests out: for clients and bus links
     ("job",),  # a job, and its fields for the bus and the AOF
+    ("stats", "slowlog", "latency"),  # counters, SLOWLOG's entries, the loop's stalls
     ("hooks",),  # what the layers below the client call above them (server.NodeHooks)
     ("memory",),  # what jobs and queues cost: used_memory
     ("queue",),
     ("registry",),  # the jobs registered here, and their timers (re-queue: pause flags)
     ("blocking", "aof", "check_aof", "collector", "output_limits", "watchdog"),
     ("eviction",),  # what maxmemory frees: walks the jobs, the queues, the AOF buffers
-    ("client", "ack", "cluster", "commands", "metrics"),
+    ("client", "ack", "cluster", "commands"),
+    ("metrics",),  # the Prometheus endpoint: reads all of the above
     ("server",),  # where everything is built and wired
     ("main",),
     ("__main__",),
