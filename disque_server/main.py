@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(str(exc).lstrip("\n"), file=sys.stderr)
         return 1
-    except OSError as exc:
-        print(f"Can't chdir to '{config['dir']}': {exc.strerror}", file=sys.stderr)
+    except OSError as os_error:  # (one name a clause: the compiled node types each)
+        print(f"Can't chdir to '{config['dir']}': {os_error.strerror}", file=sys.stderr)
         return 1
     if config["daemonize"]:
         daemonize()
@@ -129,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             if config["syslog-enabled"]
             else None,
         )
-    except OSError as exc:
-        print(f"Can't open the log file: {exc}", file=sys.stderr)
+    except OSError as log_error:
+        print(f"Can't open the log file: {log_error}", file=sys.stderr)
         return 1
     loop_name = install_event_loop()
     adjust_open_files_limit(config, log)
@@ -188,16 +188,14 @@ async def run(config: Config, log: Log) -> int:
         log.warning("%s", exc)
         print(str(exc), file=sys.stderr)
         return 1
-    except ssl.SSLError as exc:
-        log.warning("TLS configuration error: %s", exc)
-        print(f"TLS configuration error: {exc}", file=sys.stderr)
+    except ssl.SSLError as tls_error:  # (one name a clause: the compiled node types each)
+        log.warning("TLS configuration error: %s", tls_error)
+        print(f"TLS configuration error: {tls_error}", file=sys.stderr)
         return 1
-    except OSError as exc:
-        log.warning("Could not start the node on port %d: %s", config["port"], exc.strerror or exc)
-        print(
-            f"Could not start the node on port {config['port']}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+    except OSError as os_error:
+        reason = os_error.strerror or os_error
+        log.warning("Could not start the node on port %d: %s", config["port"], reason)
+        print(f"Could not start the node on port {config['port']}: {reason}", file=sys.stderr)
         return 1
 
 

@@ -135,8 +135,8 @@ def config_command(c: Client, argv: list[bytes]) -> None:
     elif sub == b"rewrite" and len(argv) == 2:
         try:
             config.rewrite()
-        except (ConfigError, OSError) as exc:
-            c.reply_error(f"ERR Rewriting config file: {exc}")
+        except (ConfigError, OSError) as rewrite_error:  # (test_compiled_hazards.py)
+            c.reply_error(f"ERR Rewriting config file: {rewrite_error}")
             return
         c.server.log.notice("CONFIG REWRITE executed with success.")
         c.reply(resp.OK)
