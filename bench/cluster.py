@@ -27,9 +27,6 @@ import contextlib
 import json
 import os
 import platform
-import random
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,13 +38,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from single_node import (  # noqa: E402
-    BUS_OFFSET,
     HOST,
     BenchError,
     Server,
     command,
     say,
     sigterm_as_interrupt,
+    start_node,
     wait_until,
 )
 
@@ -58,82 +55,6 @@ MESH_TIMEOUT = 30.0
 # --------------------------------------------------------------------------------------
 # Nodes
 # --------------------------------------------------------------------------------------
-
-_taken: set[int] = set()
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port_pair() -> int:
-    """A free port whose bus port (+10000) is free too, both below the kernel's ephemeral
-    range (32768 and up), so that outgoing connections cannot take them meanwhile."""
-    for _ in range(1000):
-        port = random.randint(10000, 32767 - BUS_OFFSET)
-        if port in _taken or port + BUS_OFFSET in _taken:
-            continue
-        if _port_free(port) and _port_free(port + BUS_OFFSET):
-            _taken.update((port, port + BUS_OFFSET))
-            return port
-    raise BenchError("could not find a free port pair (port, port + 10000) below 32768")
-
-
-def pure_tree(tmp: Path) -> Path:
-    """The node's Python sources alone, copied under tmp: started from there, the
-    node runs as plain Python even when this checkout has compiled it in place
-    (its extension modules sit beside the sources and are imported first)."""
-    dest = tmp / "pure-src"
-    if not dest.exists():
-        for src in (REPO_ROOT / "disque_server").rglob("*.py"):
-            target = dest / src.relative_to(REPO_ROOT)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target)
-    return dest
-
-
-def start_node(tmp: Path, name: str, extra: Sequence[str] = (), source: Path = REPO_ROOT) -> Server:
-    """A disque_server process from this checkout (or the source tree given), in
-    tmp/name, on a free port pair."""
-    for attempt in range(3):
-        port = free_port_pair()
-        node_dir = tmp / name
-        node_dir.mkdir(exist_ok=True)
-        log = node_dir / "disque.log"
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(source), env.get("PYTHONPATH", "")) if p
-        )
-        argv = [
-            sys.executable,
-            "-m",
-            "disque_server",
-            "--port",
-            str(port),
-            "--dir",
-            str(node_dir),
-            "--logfile",
-            str(log),
-            *(["--appendonly", "no"] if "--appendonly" not in extra else []),
-            *extra,
-        ]
-        # Started in its own directory: `python -m` puts the working directory first
-        # on the path, and the checkout's would shadow `source`.
-        server = Server(f"disque node ({name})", argv, port, log, env, cwd=node_dir)
-        try:
-            server.start()
-            return server
-        except BenchError:
-            server.stop()
-            if attempt == 2 or "address already in use" not in server.log_tail():
-                raise
-    raise AssertionError("unreachable")
 
 
 def cluster_info(port: int) -> dict[str, str]:

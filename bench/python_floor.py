@@ -35,16 +35,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cluster import environment, free_port_pair, pure_tree, start_node  # noqa: E402
+from cluster import environment  # noqa: E402
 from single_node import (  # noqa: E402
     CLIENTS,
     PIPELINE,
     BenchError,
     Server,
+    free_port,
     issued,
     missing_prerequisites,
+    pure_tree,
     say,
     sigterm_as_interrupt,
+    start_node,
 )
 from vs_disque import (  # noqa: E402
     Figure,
@@ -62,7 +65,7 @@ FLOOR_NODE = Path(__file__).resolve().parent / "floor_node.py"
 
 
 def start_floor(tmp: Path, name: str) -> Server:
-    port = free_port_pair()
+    port = free_port()
     log = tmp / f"{name}.log"
     server = Server("floor node", [sys.executable, str(FLOOR_NODE), str(port)], port, log)
     server.start()

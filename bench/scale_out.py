@@ -51,7 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cluster import cluster_info, environment, meshed, start_node  # noqa: E402
+from cluster import cluster_info, environment, meshed  # noqa: E402
 from single_node import (  # noqa: E402
     HOST,
     BenchError,
@@ -60,6 +60,7 @@ from single_node import (  # noqa: E402
     redis_benchmark,
     say,
     sigterm_as_interrupt,
+    start_node,
     wait_until,
 )
 from vs_disque import start_reference  # noqa: E402

@@ -21,11 +21,9 @@ import argparse
 import asyncio
 import contextlib
 import csv
-import ctypes
 import io
 import os
 import platform
-import random
 import re
 import shutil
 import signal
@@ -40,13 +38,23 @@ from pathlib import Path
 from typing import Any, cast
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"
+sys.path.insert(0, str(REPO_ROOT))  # (tests/processes.py: how the tests start servers too)
+
+from tests.polling import Poll  # noqa: E402
+from tests.processes import (  # noqa: E402
+    HOST,
+    START_TIMEOUT,
+    ServerProcess,
+    StartError,
+    free_port,
+    node_argv,
+    node_env,
+)
+
 CLIENTS = 50
 PIPELINE = 16
 FILL_PIPELINE = 64
 MEM_BODY = "0123456789abcdef"  # 16 bytes
-BUS_OFFSET = 10000  # a Disque node also listens on its port + 10000
-START_TIMEOUT = 20.0
 RUN_TIMEOUT = 600.0
 
 # Targets from the issue.
@@ -114,35 +122,9 @@ class BenchError(Exception):
 # --------------------------------------------------------------------------
 
 
-def _die_with_parent() -> None:
-    """Child side of Popen: get SIGTERM if this script dies without cleaning up."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(bus: bool = False) -> int:
-    """A free TCP port on HOST below the ephemeral range (so outgoing connections
-    cannot take it); with bus=True, port + 10000 (the cluster bus) is free too."""
-    for _ in range(500):
-        port = random.randint(10000, 22700)
-        if _bindable(port) and (not bus or _bindable(port + BUS_OFFSET)):
-            return port
-    raise BenchError("could not find a free port pair (port, port + 10000)")
-
-
-class Server:
-    """A server process started by this script, stopped by stop()."""
+class Server(ServerProcess):
+    """A server process a benchmark started (tests/processes.py, the tests' way): its
+    output in <log>.out, in a session of its own, stopped when the script dies."""
 
     def __init__(
         self,
@@ -153,106 +135,57 @@ class Server:
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
     ) -> None:
-        self.name = name
-        self.argv = argv
-        self.port = port
-        self.log = log
-        self.env = env
-        self.cwd = cwd  # (python -m looks in the working directory first)
-        self.proc: subprocess.Popen[bytes] | None = None
+        output = log.with_suffix(".out")
+        super().__init__(name, argv, port, log, env, cwd, output=output, detached=True)
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self) -> None:
-        out = open(self.log.with_suffix(".out"), "wb")  # the child keeps its own copy
+    def start(self, wait: bool = True, timeout: float = START_TIMEOUT) -> None:
         try:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                cwd=self.cwd,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
-        finally:
-            out.close()
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError(
-                    f"{self.name} exited with code {self.proc.returncode} "
-                    f"at start\n{self.log_tail()}"
-                )
-            with contextlib.suppress(OSError):
-                if command(self.port, "PING", timeout=1.0) in ("PONG", b"PONG"):
-                    return
-            time.sleep(0.1)
-        raise BenchError(
-            f"{self.name} did not answer PING on port {self.port} within "
-            f"{START_TIMEOUT:.0f}s\n{self.log_tail()}"
-        )
+            super().start(wait, timeout)
+        except StartError as exc:
+            raise BenchError(str(exc)) from None
 
     def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-    def log_tail(self, lines: int = 15) -> str:
-        text = ""
-        for path in (self.log, self.log.with_suffix(".out")):
-            with contextlib.suppress(OSError):
-                text += path.read_text(errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
-
-    def rss(self) -> int:
-        """Resident set size of the process, in bytes (VmRSS of /proc/PID/status)."""
-        with open(f"/proc/{self.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    value, unit = line.split()[1:3]
-                    assert unit.lower() == "kb", line
-                    return int(value) * 1024
-        raise BenchError(f"no VmRSS in /proc/{self.pid}/status")
+        self.terminate()
 
 
-def start_disque(tmp: Path, name: str, extra: Sequence[str] = ()) -> Server:
-    port = free_port(bus=True)
+def pure_tree(tmp: Path) -> Path:
+    """The node's Python sources alone, copied under tmp: started from there, the
+    node runs as plain Python even when this checkout has compiled it in place
+    (its extension modules sit beside the sources and are imported first)."""
+    dest = tmp / "pure-src"
+    if not dest.exists():
+        for src in (REPO_ROOT / "disque_server").rglob("*.py"):
+            target = dest / src.relative_to(REPO_ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    return dest
+
+
+def start_node(tmp: Path, name: str, extra: Sequence[str] = (), source: Path = REPO_ROOT) -> Server:
+    """A disque_server process from this checkout (or the source tree given), in
+    tmp/name, on a free port pair, with no AOF unless ``extra`` says otherwise. A
+    port taken meanwhile by another process is retried (twice) on another."""
     node_dir = tmp / name
-    node_dir.mkdir()
+    node_dir.mkdir(exist_ok=True)
     log = node_dir / "disque.log"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-    argv = [
-        sys.executable,
-        "-m",
-        "disque_server",
-        "--port",
-        str(port),
-        "--dir",
-        str(node_dir),
-        "--logfile",
-        str(log),
-        *(["--appendonly", "no"] if "--appendonly" not in extra else []),
-        *extra,
-    ]
-    server = Server(f"disque node ({name})", argv, port, log, env)
-    server.start()
-    return server
+    directives = [*(["--appendonly", "no"] if "--appendonly" not in extra else []), *extra]
+    for attempt in range(3):
+        port = free_port()
+        argv = node_argv(port, node_dir, log, directives=directives)
+        # In its own directory: python -m puts it first on the path (node_env).
+        server = Server(f"disque node ({name})", argv, port, log, node_env(source), node_dir)
+        try:
+            server.start()
+            return server
+        except BenchError:
+            server.stop()
+            if attempt == 2 or "address already in use" not in server.log_tail():
+                raise
+    raise AssertionError("unreachable")
 
 
 def start_redis(tmp: Path) -> Server:
-    port = free_port()
+    port = free_port(bus=False)
     redis_dir = tmp / "redis"
     redis_dir.mkdir()
     log = redis_dir / "redis.log"
@@ -564,13 +497,15 @@ def fill(node: Server, queue: str, jobs: int, body: str = "body") -> None:
 
 
 def wait_until(check: Callable[[], Any], timeout: float, message: str, every: float = 0.1) -> float:
-    """Poll check() until it holds; the seconds it took. BenchError(message) after
-    timeout seconds."""
+    """Poll check() until it holds (tests/polling.py: an error is "not yet"); the
+    seconds it took. BenchError after timeout seconds."""
     start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout:
-            raise BenchError(message)
-        time.sleep(every)
+    poll = Poll(check, timeout, message)
+    try:
+        while poll.value() is None:
+            time.sleep(every)
+    except AssertionError as exc:
+        raise BenchError(str(exc)) from None
     return time.monotonic() - start
 
 
@@ -598,7 +533,7 @@ def bench_throughput(tmp: Path, counts: Counts, results: list[Result]) -> None:
     node: Server | None = None
     try:
         say(f"redis-server pid {redis.pid} on port {redis.port}")
-        node = start_disque(tmp, "throughput")
+        node = start_node(tmp, "throughput")
         say(f"disque node pid {node.pid} on port {node.port}")
 
         say("PING ceiling (redis-server) ...")
@@ -696,7 +631,7 @@ def bench_aof(tmp: Path, counts: Counts, results: list[Result]) -> None:
     """ADDJOB with the append-only file on, beside the in-memory figure."""
     in_memory = next((r.rate for r in results if r.scenario == "ADDJOB"), None)
     for policy in ("everysec", "always"):
-        node = start_disque(tmp, f"aof-{policy}", ["--appendonly", "yes", "--appendfsync", policy])
+        node = start_node(tmp, f"aof-{policy}", ["--appendonly", "yes", "--appendfsync", policy])
         try:
             say(f"ADDJOB q body 0 with appendfsync {policy} ...")
             for pipeline, n in ((1, counts.disque), (PIPELINE, counts.disque_pipelined)):
@@ -718,7 +653,7 @@ def bench_aof(tmp: Path, counts: Counts, results: list[Result]) -> None:
 
 
 def bench_memory(tmp: Path, counts: Counts, results: list[Result]) -> None:
-    node = start_disque(tmp, "memory", ["--maxmemory", "0"])
+    node = start_node(tmp, "memory", ["--maxmemory", "0"])
     try:
         say(
             f"memory: disque node pid {node.pid} on port {node.port}, "

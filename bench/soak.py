@@ -40,13 +40,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cluster import benchmark, environment, start_node  # noqa: E402
+from cluster import benchmark, environment  # noqa: E402
 from single_node import (  # noqa: E402
     BenchError,
     Server,
     command,
     say,
     sigterm_as_interrupt,
+    start_node,
     wait_until,
 )
 from vs_disque import start_reference  # noqa: E402

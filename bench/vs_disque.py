@@ -80,10 +80,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cluster import (  # noqa: E402
     benchmark,
     environment,
-    free_port_pair,
-    pure_tree,
     running,
-    start_node,
 )
 from run_all import fill as fill_fast  # noqa: E402
 from single_node import (  # noqa: E402
@@ -94,11 +91,14 @@ from single_node import (  # noqa: E402
     Server,
     command,
     fill,
+    free_port,
     issued,
     missing_prerequisites,
+    pure_tree,
     redis_benchmark,
     say,
     sigterm_as_interrupt,
+    start_node,
     wait_until,
 )
 
@@ -156,7 +156,7 @@ QUICK = Scale.of("quick", 20_000, 100_000)
 
 def start_reference(ref_bin: Path, tmp: Path, name: str, extra: Sequence[str] = ()) -> Server:
     """A C disque-server in tmp/name (its nodes.conf goes there), on a free port pair."""
-    port = free_port_pair()
+    port = free_port()
     node_dir = tmp / name
     node_dir.mkdir(exist_ok=True)
     log = node_dir / "disque.log"

@@ -6,14 +6,7 @@ port, in its own temporary directory, logging to a file the test can read.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
-import random
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,8 +15,7 @@ from typing import Any
 import redis
 
 from tests.polling import Poll
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.processes import ServerProcess, free_port, node_argv, node_env
 
 
 def wait_for(
@@ -66,28 +58,6 @@ def messages_received(node: Node) -> int:
     return int(info.split("cluster_stats_messages_received:")[1].split()[0])
 
 
-def port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    """A client port whose cluster bus port (port + 10000) is free too.
-
-    Both stay below the kernel's ephemeral range (32768 and up), so outgoing
-    connections of other tests cannot take them between this check and bind."""
-    for _ in range(1000):
-        port = random.randint(10000, 22700)
-        if port_free(port) and port_free(port + 10000):
-            return port
-    raise RuntimeError("no free port pair found")
-
-
 def tls_config(certs: dict[str, str], port: int) -> dict[str, str]:
     """Config of a node with a TLS client port on `port` (certs: the `certs` fixture)."""
     return {
@@ -98,8 +68,8 @@ def tls_config(certs: dict[str, str], port: int) -> dict[str, str]:
     }
 
 
-class Node:
-    """One disque-server process under test."""
+class Node(ServerProcess):
+    """One disque-server process under test (tests/processes.py starts and stops it)."""
 
     def __init__(
         self,
@@ -108,104 +78,22 @@ class Node:
         config: dict[str, str] | None = None,
         args: list[str] | None = None,
     ):
-        self.port = port or free_port()
+        port = port or free_port()
+        workdir.mkdir(parents=True, exist_ok=True)
+        super().__init__("node", [], port, workdir / "node.log", node_env(), cwd=workdir)
         self.dir = workdir
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.config = dict(config or {})
         self.extra_args = list(args or [])
-        self.proc: subprocess.Popen | None = None
-        self.logfile = self.dir / "node.log"
-        self.stderr_file: Path | None = None  # (None: a pipe)
 
     # ---- process control -------------------------------------------------
     def command_line(self) -> list[str]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "disque_server",
-            *self.extra_args,
-            "--port",
-            str(self.port),
-            "--dir",
-            str(self.dir),
-            "--logfile",
-            str(self.logfile),
-        ]
-        for key, value in self.config.items():
-            cmd += [f"--{key}", str(value)]
-        return cmd
+        """Read at each start: a test may change ``config`` and restart the node."""
+        directives = [arg for key, value in self.config.items() for arg in (f"--{key}", str(value))]
+        return node_argv(self.port, self.dir, self.logfile, self.extra_args, directives)
 
-    def popen_options(self) -> dict[str, Any]:
-        """More subprocess.Popen options (subclasses: a process group, a limit)."""
-        return {}
-
-    def start(self, wait: bool = True) -> Node:
-        """Start the process (stderr to ``stderr_file`` when set, else a pipe read if
-        the node exits at start); by default wait until it answers."""
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        with contextlib.ExitStack() as stack:
-            stderr: Any = subprocess.PIPE
-            if self.stderr_file is not None:
-                stderr = stack.enter_context(open(self.stderr_file, "ab"))
-            self.proc = subprocess.Popen(
-                self.command_line(),
-                cwd=self.dir,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                **self.popen_options(),
-            )
-        if wait:
-            self.wait_ready()
+    def start(self, wait: bool = True, timeout: float = 15.0) -> Node:
+        super().start(wait, timeout)
         return self
-
-    def wait_ready(self, timeout: float = 15.0) -> None:
-        """Wait until the node answers PING; fail at once (with its stderr) if it exits."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
-                raise AssertionError(f"node on {self.port} exited {self.proc.returncode}: {err}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16)[:1] in (b"+", b"-"):  # PONG, or NOAUTH with a password
-                        return
-            except OSError:
-                pass
-            time.sleep(0.02)
-        self.terminate()
-        raise AssertionError(
-            f"timed out after {timeout}s waiting for node on port {self.port} to accept connections"
-        )
-
-    def is_running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill(self) -> None:
-        """SIGKILL: the node dies without any cleanup."""
-        if self.is_running():
-            self.proc.kill()
-            self.proc.wait(10)
-
-    def terminate(self, timeout: float = 10.0) -> int | None:
-        """SIGTERM and wait: a clean shutdown."""
-        if self.is_running():
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        return self.proc.returncode if self.proc else None
-
-    def pause(self) -> None:
-        """SIGSTOP: the node is unreachable but keeps its state."""
-        self.proc.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self.proc.send_signal(signal.SIGCONT)
 
     def restart(self) -> Node:
         self.terminate()

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import redis
 from conformance import Conn
-from nodes import ROOT, Node, free_port, wait_for
+from nodes import Node, free_port, wait_for
+
+from tests.processes import node_env
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
-    return e
 
 
 def run_server(
@@ -28,7 +24,7 @@ def run_server(
     return subprocess.run(
         [sys.executable, "-m", "disque_server", *args],
         cwd=cwd,
-        env=env(),
+        env=node_env(),
         input=stdin,
         capture_output=True,
         text=True,
@@ -59,7 +55,7 @@ def start_from_stdin(tmp_path: Path, config: bytes) -> Node:
             str(node.logfile),
         ],
         cwd=node.dir,
-        env=env(),
+        env=node_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -108,7 +104,7 @@ def test_port_from_config_file(tmp_path: Path) -> None:
     node.proc = subprocess.Popen(
         [sys.executable, "-m", "disque_server", str(conf)],
         cwd=tmp_path,
-        env=env(),
+        env=node_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -230,6 +226,47 @@ def test_unknown_command_line_option_fails(tmp_path: Path) -> None:
     assert "Bad directive or wrong number of arguments" in res.stderr
 
 
+# ---- a node that cannot start says why in a line, never with a traceback -------------
+# (The compiled node once gave tracebacks here: see tests/unit/test_compiled_hazards.py.)
+
+
+def refused(res: subprocess.CompletedProcess) -> str:
+    assert res.returncode == 1, res.stderr
+    assert "Traceback" not in res.stderr, res.stderr
+    return res.stderr
+
+
+def test_a_port_in_use_is_refused_in_a_line(node: Node, tmp_path: Path) -> None:
+    res = run_server(["--port", str(node.port)], tmp_path)
+    assert f"Could not start the node on port {node.port}: " in refused(res)
+
+
+def test_a_log_file_it_cannot_open_is_refused_in_a_line(tmp_path: Path) -> None:
+    logfile = tmp_path / "no" / "such" / "disque.log"
+    res = run_server(["--port", str(free_port()), "--logfile", str(logfile)], tmp_path)
+    assert "Can't open the log file" in refused(res)
+
+
+def test_a_dir_it_cannot_make_is_refused_in_a_line(tmp_path: Path) -> None:
+    a_file = write(tmp_path / "a-file", "")
+    res = run_server(["--port", str(free_port()), "--dir", str(a_file / "dir")], tmp_path)
+    assert f"Can't chdir to '{a_file / 'dir'}'" in refused(res)
+
+
+def test_a_certificate_that_is_not_one_is_refused_in_a_line(tmp_path: Path) -> None:
+    junk = write(tmp_path / "junk.pem", "not a certificate\n")
+    tls = [
+        "--tls-port",
+        str(free_port()),
+        "--tls-cert-file",
+        str(junk),
+        "--tls-key-file",
+        str(junk),
+    ]
+    res = run_server(["--port", str(free_port()), *tls], tmp_path)
+    assert "TLS configuration error" in refused(res)
+
+
 # ---- -v / -h -------------------------------------------------------------------------
 
 
@@ -308,6 +345,16 @@ def test_config_rewrite_quotes_values_with_spaces(start_node, tmp_path: Path) ->
     with Conn(node.port) as c:
         assert c.call("PING") == ("-", "NOAUTH Authentication required.")
         assert c.call("AUTH", "two words") == ("+", "OK")
+
+
+def test_config_rewrite_that_cannot_write_is_an_error(start_node, tmp_path: Path) -> None:
+    conf = write(tmp_path / "disque.conf", "hz 12\n")
+    node = start_node(args=[str(conf)])
+    conf.unlink()
+    conf.mkdir()  # (a directory where the file was: root can write anywhere else)
+    with pytest.raises(redis.ResponseError, match="^Rewriting config file: .*Is a directory"):
+        node.call("CONFIG", "REWRITE")
+    assert node.call("PING") is True  # (redis-py reads PONG as True)
 
 
 def test_config_rewrite_without_file_is_an_error(node: Node) -> None:

@@ -16,7 +16,9 @@ from conformance import (
     parse_golden,
     replay,
 )
-from nodes import ClusterOfNodes, Node, port_free
+from nodes import ClusterOfNodes, Node
+
+from tests.processes import port_free
 
 
 def test_recording_parses() -> None:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 import redis
-from nodes import ROOT, Node, free_port, wait_for
+from nodes import Node, free_port, wait_for
+
+from tests.processes import ROOT
 
 pytestmark = pytest.mark.timeout(60)
 

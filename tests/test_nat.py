@@ -19,7 +19,9 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from nodes import ROOT, ClusterOfNodes, Node, free_port, links_up, wait_for
+from nodes import ClusterOfNodes, Node, free_port, links_up, wait_for
+
+from tests.processes import ROOT
 
 
 def loopback_alias_usable(ip: str) -> bool:

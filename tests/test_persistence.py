@@ -11,6 +11,8 @@ import pytest
 import redis
 from nodes import Node, wait_for
 
+from tests.processes import StartError
+
 AOF_ALWAYS = {"appendonly": "yes", "appendfsync": "always"}
 
 
@@ -156,7 +158,7 @@ def test_truncated_aof_refused_without_aof_load_truncated(start_node):
     with open(aof_path(node), "ab") as f:
         f.write(b"*2\r\n$6\r\nDELJOB\r\n$40\r\nD-")
     node.config["aof-load-truncated"] = "no"
-    with pytest.raises(AssertionError, match=f"offset {good}"):
+    with pytest.raises(StartError, match=f"offset {good}"):
         node.start()
     assert "Traceback" not in node.proc.stderr.read().decode() if node.proc.stderr else True
 
@@ -168,7 +170,7 @@ def test_corrupt_aof_stops_start_with_offset_and_no_traceback(start_node):
     good = aof_path(node).stat().st_size
     with open(aof_path(node), "ab") as f:
         f.write(b"this is not RESP at all\r\n" * 3)
-    with pytest.raises(AssertionError) as err:
+    with pytest.raises(StartError) as err:
         node.start()
     message = str(err.value)
     assert f"offset {good}" in message
@@ -224,7 +226,7 @@ def test_aof_with_a_resp3_map_is_a_format_error_not_a_traceback(start_node):
     node = start_node(config=AOF_ALWAYS)
     node.kill()
     aof_path(node).write_bytes(b"%1\r\n*0\r\n$1\r\nx\r\n")
-    with pytest.raises(AssertionError) as err:
+    with pytest.raises(StartError) as err:
         node.start()
     assert "Bad file format" in str(err.value) and "offset 0" in str(err.value)
     assert "Traceback" not in str(err.value)

@@ -135,7 +135,7 @@ class ChaosNode(Node):
     def __init__(self, *args: Any, gid: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.gid = gid
-        self.stderr_file = self.dir / "stderr.log"
+        self.output = self.dir / "stderr.log"
 
     def popen_options(self) -> dict[str, Any]:
         return {"group": self.gid} if self.gid is not None else {}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -15,7 +14,8 @@ from pathlib import Path
 import pexpect
 import pytest
 from clihelpers import CliResult, default_sigint
-from nodes import free_port, wait_for
+
+from tests.processes import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,20 +122,12 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server is not installed")
-    port = free_port()
+    port = free_port(bus=False)
     workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-    )
-
-    def accepting() -> bool:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    server = ServerProcess("redis-server", [*argv, "--dir", str(workdir)], port, workdir / "log")
+    server.start()
     try:
-        wait_for(accepting, 10, message="redis-server to accept connections")
         yield port
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.terminate()

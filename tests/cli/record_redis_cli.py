@@ -18,15 +18,15 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))  # (the checkout: tests.processes)
 
 from cli_cases import CASES  # noqa: E402
-from nodes import free_port  # noqa: E402
+
+from tests.processes import ServerProcess, free_port  # noqa: E402
 
 MODES = {"standard": ["--no-raw"], "raw": ["--raw"], "csv": ["--csv"]}
 
@@ -55,19 +55,12 @@ def read_reply_bytes(sock: socket.socket, args: list[str]) -> bytes:
 
 
 def main() -> None:
-    port = free_port()
+    port = free_port(bus=False)
     with tempfile.TemporaryDirectory() as tmp:
-        server = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", tmp],
-            stdout=subprocess.DEVNULL,
-        )
+        argv = ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"]
+        server = ServerProcess("redis-server", [*argv, "--dir", tmp], port, Path(tmp) / "log")
+        server.start()
         try:
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
             version = subprocess.run(
                 ["redis-cli", "--version"], capture_output=True, text=True
             ).stdout.strip()
@@ -90,7 +83,6 @@ def main() -> None:
                 }
         finally:
             server.terminate()
-            server.wait(10)
     target = HERE / "fixtures" / "redis_cli_outputs.json"
     target.write_text(json.dumps({"recorded_with": version, "cases": cases}, indent=1) + "\n")
     print(f"{len(cases)} cases recorded with {version} into {target}")

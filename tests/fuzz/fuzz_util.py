@@ -29,7 +29,7 @@ class FuzzNode(Node):
 
     def __init__(self, *args: Any, nofile: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.stderr_file = self.dir / "stderr.log"
+        self.output = self.dir / "stderr.log"
         self.nofile = nofile
 
     def popen_options(self) -> dict[str, Any]:
@@ -43,7 +43,7 @@ class FuzzNode(Node):
         return {"preexec_fn": preexec}
 
     def stderr_text(self) -> str:
-        path = Path(self.stderr_file)
+        path = Path(self.output)
         return path.read_text(errors="replace") if path.exists() else ""
 
 
