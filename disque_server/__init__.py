@@ -23,7 +23,8 @@ imports, tests/unit/test_layers.py checks the calls made at run time).
 - ``cluster``   this node's view of the cluster: bus, replication, re-queue, GC,
   federation
 - ``commands``  one module per command family (``addjob``, ``getjob``, ``jobs_by_id``:
-  the commands naming jobs by ID, ...); ``commands.build_table``
+  the commands naming jobs by ID, ...), above the three before: ADDJOB calls
+  ``cluster.replication`` itself; ``commands.build_table``
 - ``metrics``   the Prometheus endpoint (it reads all of the above)
 - ``server``    the node: builds and wires the rest (``NodeHooks``), listeners,
   command dispatch, the cron, shutdown

@@ -32,7 +32,6 @@ from disque_server.listener import as_protocol
 from disque_server.resp import bulk_array
 
 if TYPE_CHECKING:
-    from disque_server.client import Client
     from disque_server.job import Job
     from disque_server.server import Server
 
@@ -744,46 +743,12 @@ class Cluster:
         for node in self.reachable_nodes():  # tell everybody now, not at the next PING
             self.send(node, b"PING", self.gossip_payload(node))
 
-    # ---- the job state machine hooks, used by the rest of the server ---------------------
-    def replicate_new_job(
-        self,
-        client: Client,
-        job: Job,
-        additional: int,
-        timeout_ms: int,
-        asynchronous: bool,
-        extrepl: bool,
-    ) -> None:
-        replication.replicate_new_job(
-            self, client, job, additional, timeout_ms, asynchronous, extrepl
-        )
-
-    def broadcast_working(self, job: Job) -> None:
-        requeue.broadcast_working(self, job)
-
-    def broadcast_postpone(self, job: Job, delay_ms: int) -> None:
-        requeue.broadcast_postpone(self, job, delay_ms)
-
+    # ---- the GC, for ACKJOB replies held for it (ack.py: a peer, it imports no cluster) ----
     def start_gc(self, job: Job) -> bool:
         return gc.start_gc(self, job)
 
     def gc_in_flight(self, job: Job) -> bool:
         return gc.in_flight(self, job)
-
-    def send_deljob(self, job: Job) -> None:
-        gc.send_deljob(self, job)
-
-    def broadcast_deljob_unknown(self, job_id: bytes) -> None:
-        self.broadcast(b"DELJOB", [job_id])
-
-    def broadcast_pause(self, queue: bytes, flags: int) -> None:
-        self.broadcast(b"PAUSE", [queue, b"%d" % flags])
-
-    def need_jobs(self, queue: bytes) -> None:
-        federation.need_jobs(self, queue)
-
-    def hold_for_refill(self, client: Client, queue: bytes) -> None:
-        federation.hold_for_refill(self, client, queue)
 
 
 # ---- message handlers: membership --------------------------------------------------------

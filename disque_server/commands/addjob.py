@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms
+from disque_server.cluster import replication
 from disque_server.commands.args import SYNTAX_ERROR, parse_ll, parse_timeout_or_reply
 from disque_server.job import WAIT_REPL, Job, generate_job_id, shared_int
 from disque_server.memory import EXTERNAL_REPL
@@ -159,7 +160,9 @@ def add_replicated_job(c: Client, argv: list[bytes], opts: AddjobOptions, timeou
     now = now_ms()
     job = create_job(c, name, argv[2], opts, extrepl, now)
     if additional > 0:
-        cluster.replicate_new_job(c, job, additional, timeout, opts.asynchronous, extrepl)
+        replication.replicate_new_job(
+            cluster, c, job, additional, timeout, opts.asynchronous, extrepl
+        )
         return
     server.jobs.start(job, now)
     c.reply(b"+%s\r\n" % job.id)

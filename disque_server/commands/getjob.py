@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from disque_server.blocking import BlockedGetJob
+from disque_server.cluster import federation
 from disque_server.commands.args import (
     SYNTAX_ERROR,
     parse_ll,
@@ -51,7 +52,7 @@ def reply_jobs(c: Client, jobs: list[Job], withcounters: bool) -> None:
     if cluster.refills:  # this GETJOB drained a queue that imports jobs
         for name in dict.fromkeys(job.queue for job in jobs):
             if name is not None:
-                cluster.hold_for_refill(c, name)
+                federation.hold_for_refill(cluster, c, name)
 
 
 def getjob_command(c: Client, argv: list[bytes]) -> None:
@@ -106,7 +107,7 @@ def getjob_command(c: Client, argv: list[bytes]) -> None:
     c.block(BlockedGetJob(unique, count, withcounters), timeout)
     server.queues.block_client(c, unique)
     for name in unique:
-        server.cluster.need_jobs(name)
+        federation.need_jobs(server.cluster, name)
 
 
 def fetch_jobs(c: Client, names: list[bytes], count: int) -> list[Job]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms, time_error_ms
+from disque_server.cluster import gc, requeue
 from disque_server.commands.args import BADID, parse_ll, validate_job_ids
 from disque_server.job import (
     ACKED,
@@ -81,10 +82,10 @@ def fastack_command(c: Client, argv: list[bytes]) -> None:
         job = server.jobs.lookup(jid)
         if job is None:
             if server.cluster.size > 1:
-                server.cluster.broadcast_deljob_unknown(jid)
+                server.cluster.broadcast(b"DELJOB", [jid])
             continue
         known += 1
-        server.cluster.send_deljob(job)
+        gc.send_deljob(server.cluster, job)
         server.jobs.unregister(job)
     c.reply(integer(known))
 
@@ -135,7 +136,7 @@ def working_command(c: Client, argv: list[bytes]) -> None:
         )
         return
     postpone_requeue(c, job, now)
-    server.cluster.broadcast_working(job)
+    requeue.broadcast_working(server.cluster, job)
     c.reply(integer(job.retry))
 
 
@@ -185,7 +186,7 @@ def nack_delayed(c: Client, ids: list[bytes], delay_arg: bytes) -> None:
         job.flags |= FLAG_NACK_DELAYED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
         job.qtime = requeue_at
         server.jobs.update_awake(job)
-        server.cluster.broadcast_postpone(job, delay * 1000)
+        requeue.broadcast_postpone(server.cluster, job, delay * 1000)
         nacked += 1
     c.reply(integer(nacked))
 

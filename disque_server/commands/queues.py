@@ -62,5 +62,5 @@ def pause_command(c: Client, argv: list[bytes]) -> None:
         server.queues.set_pause(q, new_flags)
     flags = q.flags & (PAUSED_IN | PAUSED_OUT) if q is not None else 0
     if bcast:
-        server.cluster.broadcast_pause(name, flags)
+        server.cluster.broadcast(b"PAUSE", [name, b"%d" % flags])
     c.reply(b"+%s\r\n" % PAUSE_NAMES[flags])
