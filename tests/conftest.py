@@ -126,8 +126,7 @@ def start_cluster(start_node) -> Iterator:
         cfg = {"cluster-node-timeout": "1500", **(config or {})}
         cluster = ClusterOfNodes([start_node(config=cfg) for _ in range(n)])
         if mesh:
-            cluster.meet_chain()
-            cluster.wait_full_mesh()
+            cluster.join()
         return cluster
 
     yield factory

@@ -6,9 +6,10 @@ port, in its own temporary directory, logging to a file the test can read.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,30 @@ class ClusterOfNodes:
 
     def __iter__(self):
         return iter(self.nodes)
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls, nodes: list[Node], timeout: float = 20.0) -> Iterator[ClusterOfNodes]:
+        """Start the nodes (all, then wait for each), join them, and stop them at the
+        end (a paused node is resumed first: SIGSTOPped, it would not see SIGTERM)."""
+        cluster = cls(nodes)
+        try:
+            for node in nodes:
+                node.start(wait=False)
+            for node in nodes:
+                node.wait_ready()
+            cluster.join(timeout)
+            yield cluster
+        finally:
+            for node in nodes:
+                if node.is_running():
+                    node.resume()
+                    node.terminate()
+
+    def join(self, timeout: float = 20.0) -> None:
+        """Node i meets node i+1 (gossip does the rest); wait for the full mesh."""
+        self.meet_chain()
+        self.wait_full_mesh(timeout)
 
     def meet_chain(self) -> None:
         """Node i meets node i+1 only: gossip must do the rest."""

@@ -23,8 +23,7 @@ def cluster_with_config_files(tmp_path: Path, start_node, n: int) -> ClusterOfNo
         conf.write_text("# restart test\n")
         nodes.append(start_node(config=NODE_TIMEOUT, args=[str(conf)]))
     cluster = ClusterOfNodes(nodes)
-    cluster.meet_chain()
-    cluster.wait_full_mesh(30)
+    cluster.join(30)
     return cluster
 
 

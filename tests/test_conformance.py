@@ -53,16 +53,8 @@ def cluster_on_consecutive_ports(tmp_path: Path) -> Iterator[ClusterOfNodes]:
     """Three fresh nodes on ports base, base+1, base+2, met: the recording's layout."""
     base = consecutive_free_ports(3)
     nodes = [Node(tmp_path / f"node{i}", port=base + i) for i in range(3)]
-    try:
-        for node in nodes:
-            node.start()
-        cluster = ClusterOfNodes(nodes)
-        cluster.meet_chain()
-        cluster.wait_full_mesh()
+    with ClusterOfNodes.running(nodes) as cluster:
         yield cluster
-    finally:
-        for node in nodes:
-            node.terminate()
 
 
 @pytest.mark.timeout(90)

@@ -180,8 +180,7 @@ def metrics_cluster(start_node):
     cluster = ClusterOfNodes(
         [start_node(config={"cluster-node-timeout": "1500", "metrics-port": str(p)}) for p in ports]
     )
-    cluster.meet_chain()
-    cluster.wait_full_mesh()
+    cluster.join()
     return cluster, ports
 
 

@@ -53,8 +53,7 @@ def chaos_cluster(tmp_path: Path) -> Iterator:
             node.start(wait=False)
         for node in nodes:
             node.wait_ready()
-        cluster.meet_chain()
-        cluster.wait_full_mesh(timeout=30)
+        cluster.join(timeout=30)
         return cluster
 
     yield factory

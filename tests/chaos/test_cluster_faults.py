@@ -88,28 +88,22 @@ def test_partition_heals_within_a_few_node_timeouts(tmp_path: Path) -> None:
         )
         for i in range(3)
     ]
-    cluster = ClusterOfNodes(nodes)  # type: ignore[arg-type]
-    try:
-        for n in nodes:
-            n.start()
-        cluster.meet_chain()
-        cluster.wait_full_mesh()
-        partitioner.partition([[nodes[0]], nodes[1:]])
-        cut = time.monotonic()
-        wait_for(
-            lambda: "fail" in cluster.flags_of(nodes[1], nodes[0]),
-            20,
-            message="node1 to mark node0 as failing",
-        )
-        # 20 s: long enough for TCP to back off several times on the dropped links
-        # (retransmissions at about 0.2 0.6 1.4 3 6.2 12.6 25.4 s).
-        time.sleep(max(0.0, 20 - (time.monotonic() - cut)))
-        partitioner.heal()
-        t0 = time.monotonic()
-        cluster.wait_full_mesh(timeout=60)
-        healed = time.monotonic() - t0
-        assert healed < 5, f"the mesh came back {healed:.1f}s after the partition healed"
-    finally:
-        partitioner.uninstall()
-        for n in nodes:
-            n.terminate()
+    with ClusterOfNodes.running(nodes) as cluster:  # type: ignore[arg-type]
+        try:
+            partitioner.partition([[nodes[0]], nodes[1:]])
+            cut = time.monotonic()
+            wait_for(
+                lambda: "fail" in cluster.flags_of(nodes[1], nodes[0]),
+                20,
+                message="node1 to mark node0 as failing",
+            )
+            # 20 s: long enough for TCP to back off several times on the dropped links
+            # (retransmissions at about 0.2 0.6 1.4 3 6.2 12.6 25.4 s).
+            time.sleep(max(0.0, 20 - (time.monotonic() - cut)))
+            partitioner.heal()
+            t0 = time.monotonic()
+            cluster.wait_full_mesh(timeout=60)
+            healed = time.monotonic() - t0
+            assert healed < 5, f"the mesh came back {healed:.1f}s after the partition healed"
+        finally:
+            partitioner.uninstall()

@@ -42,16 +42,8 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterOfNodes]:
     base = tmp_path_factory.mktemp("bench-cluster")
     nodes = [Node(base / f"n{i}", config={"cluster-node-timeout": "1500"}) for i in range(3)]
-    c = ClusterOfNodes(nodes)
-    try:
-        for n in nodes:
-            n.start()
-        c.meet_chain()
-        c.wait_full_mesh()
+    with ClusterOfNodes.running(nodes) as c:
         yield c
-    finally:
-        for n in nodes:
-            n.terminate()
 
 
 def env() -> dict[str, str]:

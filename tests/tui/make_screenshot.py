@@ -68,8 +68,7 @@ def main() -> int:
     )
     stop = threading.Event()
     try:
-        cluster.meet_chain()
-        cluster.wait_full_mesh()
+        cluster.join()
         for i, queue in enumerate(["emails", "thumbnails", "reports"]):
             for j in range(3 + 4 * i):
                 cluster[i].call("ADDJOB", queue, f"{queue} job {j}", 0)
