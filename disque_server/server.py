@@ -63,6 +63,11 @@ def slowlog_threshold_s(threshold_us: int) -> float:
     return threshold_us / 1e6 if threshold_us >= 0 else float("inf")
 
 
+def cron_hz(period: float) -> int:
+    """The cron's rate, in ticks a second (at least 1), for a period in seconds."""
+    return max(1, round(1 / period))
+
+
 class NodeHooks(Hooks):
     """Where the calls of the modules below the server go on (hooks.py lists them):
     to the cluster (replication, re-queue, GC, federation), the AOF, the ACKJOB
@@ -218,7 +223,7 @@ class Server:
             self.config["port"],
             self.cluster.bus_port,
         )
-        self.schedule_cron()
+        self.schedule_cron(self.cron_period(self.idle()))
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
                 self.loop.add_signal_handler(sig, self.on_signal, sig)
@@ -484,12 +489,11 @@ class Server:
         self.time_streaks = self.slowlog_threshold_s > STREAK_TIMING_FLOOR_S
 
     # ---- cron ------------------------------------------------------------------------
-    def schedule_cron(self) -> None:
-        period = self.cron_period()
+    def schedule_cron(self, period: float) -> None:
         self._cron_expected = time.monotonic() + period
         self.loop.call_later(period, self.cron)
 
-    def cron_period(self) -> float:
+    def cron_period(self, idle: bool) -> float:
         """Seconds to the next tick: 1 / hz, or IDLE_CRON_SLOWDOWN times that on an
         idle node (no client connected, no job registered). An idle node's cron has
         only the cluster bus to look after, whose times are in seconds (pings at
@@ -499,7 +503,7 @@ class Server:
         tick (replies never wait for the cron). An idle tick skips the work of jobs
         and clients (Server.cron)."""
         period = 1 / self.config["hz"]
-        if self.idle():
+        if idle:
             # A tick at least every sixth of the node timeout all the same: the
             # pings are due at half of it, PFAIL at all of it.
             at_most = self.config["cluster-node-timeout"] / 6000
@@ -515,21 +519,22 @@ class Server:
             int((time.monotonic() - self._cron_expected) * 1000),
             self.config["latency-monitor-threshold"],
         )
+        idle = self.idle()  # (once a tick: the period and the work follow from it)
+        period = self.cron_period(idle)
         try:
             self.clock_s = time.time()
             now = int(self.clock_s * 1000)
-            busy = not self.idle()
-            if busy:  # (idle: no job to process or count, no client to limit)
+            if not idle:  # (idle: no job to process or count, no client to limit)
                 self.jobs.process_due(now)
                 self.jobs.refresh_memory()
                 self.output_limits.enforce(
                     self.clients, self.config["client-output-buffer-limit"], self.log
                 )
-            self.watchdog.tick(self.config["watchdog-period"], self.cron_hz(), self.log.stream)
+            self.watchdog.tick(self.config["watchdog-period"], cron_hz(period), self.log.stream)
             self.cluster.cron(now)
             self.collector.cron()
             self.aof.cron()
-            if busy:  # (idle: no command runs)
+            if not idle:  # (idle: no command runs)
                 self.stats.sample(commands_processed(self.command_list))
             if now // 1000 != self._last_second:
                 self._last_second = now // 1000
@@ -537,11 +542,7 @@ class Server:
         except Exception:
             self.log.warning("Error in cron:\n%s", traceback.format_exc())
         finally:
-            self.schedule_cron()
-
-    def cron_hz(self) -> int:
-        """The cron's rate now, in ticks a second (at least 1): see cron_period."""
-        return max(1, round(1 / self.cron_period()))
+            self.schedule_cron(period)
 
     def once_per_second(self) -> None:
         eviction.sample_buffers(self)
@@ -576,7 +577,7 @@ class Server:
             self.jobs.refresh_memory()
             eviction.evict_if_needed(self)
         elif name == "watchdog-period":  # armed now, not at the next tick
-            self.watchdog.tick(int(value), self.cron_hz(), self.log.stream)
+            self.watchdog.tick(int(value), cron_hz(self.cron_period(self.idle())), self.log.stream)
             self.update_slow_threshold()
         elif name == "appendonly":
             if value:
