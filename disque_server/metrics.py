@@ -265,10 +265,11 @@ class NodeCollector:
         )
 
     def memory(self) -> Iterator[Metric]:
+        self.server.jobs.refresh_memory()  # (an idle node's cron does not: Server.cron)
         m = self.server.memory
         yield GaugeMetricFamily(
             "disque_memory_used_bytes",
-            "Memory as maxmemory counts it (resident, sampled by the cron)",
+            "Memory as maxmemory counts it (jobs and queues now, buffers sampled each second)",
             value=m.used,
         )
         yield GaugeMetricFamily(

@@ -119,6 +119,21 @@ def test_jobs_queues_and_addjob_outcomes(start_node):
     assert value(text, "disque_cluster_known_nodes") == 1
 
 
+def test_used_memory_follows_the_jobs_on_an_idle_node(start_node):
+    """The cron of an idle node (no client, no job) does not refresh used memory; a
+    scrape does, so the gauge falls as soon as the jobs are gone (hz 1: no tick of
+    the cron between FLUSHALL and the scrape to hide it)."""
+    node, port = metrics_node(start_node, hz="1")
+    with node.client() as c:
+        pipe = c.pipeline(transaction=False)
+        for _ in range(2000):
+            pipe.execute_command("ADDJOB", "q", "x" * 1000, 0)
+        pipe.execute()
+        full = value(scrape(port), "disque_memory_used_bytes")
+        c.execute_command("DEBUG", "FLUSHALL")
+    assert value(scrape(port), "disque_memory_used_bytes") < full - 2000 * 1000
+
+
 def test_oom_refusals_are_counted(start_node):
     node, port = metrics_node(start_node, maxmemory="1mb")
     body = "x" * 10_000  # used_memory is the data: ~100 of these fill 1 MB
