@@ -106,6 +106,14 @@ def parse_port(text: str) -> int:
     return port
 
 
+def parse_file_name(text: str) -> str:
+    """A file's name in ``dir``, not a path (Disque's appendfilename: "can't be a
+    path, just a filename")."""
+    if text in ("", ".", "..") or "/" in text:
+        raise ValueError(text)
+    return text
+
+
 def parse_bool(text: str) -> bool:
     s = text.lower()
     if s not in ("yes", "no"):
@@ -224,7 +232,7 @@ PARAMS: Final[dict[str, Param]] = {
         _P("slowlog-log-slower-than", 10000, parse_int, set_minimum=0),
         _P("latency-monitor-threshold", 0, parse_int, minimum=0),
         _P("slowlog-max-len", 128, parse_int, minimum=0),
-        _P("port", 7711, parse_int, settable=False, minimum=0),
+        _P("port", 7711, parse_port, settable=False, minimum=0),
         _P("tcp-backlog", 511, parse_int, settable=False, minimum=0),
         _P("databases", 16, parse_int, settable=False, minimum=1),
         _P("maxclients", 10000, parse_int, minimum=1),
@@ -248,7 +256,7 @@ PARAMS: Final[dict[str, Param]] = {
         _P("unixsocketperm", "0", parse_octal, settable=False),
         _P("bind", "", settable=False, multi=True),
         # Startup-only directives, not listed by CONFIG GET (as in Disque).
-        _P("appendfilename", "disque.aof", visible=False, settable=False),
+        _P("appendfilename", "disque.aof", parse_file_name, visible=False, settable=False),
         _P("cluster-config-file", "nodes.conf", visible=False, settable=False),
         _P("protected-mode", True, parse_bool, visible=False, settable=False),
         _P("queue-max-idle-time", 120, parse_int, visible=False, settable=False, minimum=1),
@@ -256,7 +264,7 @@ PARAMS: Final[dict[str, Param]] = {
         _P("syslog-ident", "disque", visible=False, settable=False),
         # Beyond Disque: an authenticated cluster bus and TLS.
         _P("cluster-password", "", visible=False, settable=False),
-        _P("tls-port", 0, parse_int, visible=False, settable=False, minimum=0),
+        _P("tls-port", 0, parse_port, visible=False, settable=False, minimum=0),
         _P("tls-cert-file", "", visible=False, settable=False),
         _P("tls-key-file", "", visible=False, settable=False),
         _P("tls-ca-cert-file", "", visible=False, settable=False),
@@ -274,7 +282,7 @@ PARAMS: Final[dict[str, Param]] = {
         _P("cluster-announce-port", 0, parse_port, visible=False, settable=False, minimum=0),
         _P("cluster-announce-bus-port", 0, parse_port, visible=False, settable=False, minimum=0),
         # Beyond Disque: a Prometheus endpoint (see disque_server/metrics.py).
-        _P("metrics-port", 0, parse_int, visible=False, settable=False, minimum=0),
+        _P("metrics-port", 0, parse_port, visible=False, settable=False, minimum=0),
         _P("metrics-bind", "", visible=False, settable=False, multi=True),
         _P("metrics-max-queues", 1000, parse_int, visible=False, settable=False, minimum=0),
     ]

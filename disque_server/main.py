@@ -181,8 +181,8 @@ async def run(config: Config, log: Log) -> int:
     from disque_server.aof import AOFError
     from disque_server.server import Server
 
-    server = Server(config, log)
     try:
+        server = Server(config, log)  # (it reads nodes.conf: may be refused)
         return await server.serve_forever()
     except (AOFError, ConfigError) as exc:
         log.warning("%s", exc)

@@ -241,6 +241,33 @@ def test_a_port_in_use_is_refused_in_a_line(node: Node, tmp_path: Path) -> None:
     assert f"Could not start the node on port {node.port}: " in refused(res)
 
 
+@pytest.mark.parametrize("port", ["65536", "99999", "-1"])
+def test_a_port_out_of_range_is_refused_in_a_line(tmp_path: Path, port: str) -> None:
+    assert "Invalid argument for 'port'" in refused(run_server(["--port", port], tmp_path))
+
+
+def test_a_port_whose_bus_port_is_out_of_range_is_refused_in_a_line(tmp_path: Path) -> None:
+    """As Disque: the bus listens on port + 10000, so the port must be below 55535."""
+    res = run_server(["--port", "60000"], tmp_path)
+    assert "must be lower than 55535" in refused(res)
+
+
+@pytest.mark.parametrize("name", ["../disque.aof", "/tmp/disque.aof", ".."])
+def test_an_aof_file_name_that_is_a_path_is_refused_in_a_line(tmp_path: Path, name: str) -> None:
+    """As Disque: appendfilename is a file's name in dir, not a path."""
+    res = run_server(["--port", str(free_port()), "--appendfilename", name], tmp_path)
+    assert "Invalid argument for 'appendfilename'" in refused(res)
+
+
+def test_a_cluster_config_it_cannot_write_is_refused_in_a_line(tmp_path: Path) -> None:
+    """A new node that could not keep its ID would come back as another node."""
+    nodes_conf = tmp_path / "no" / "such" / "nodes.conf"
+    res = run_server(
+        ["--port", str(free_port()), "--cluster-config-file", str(nodes_conf)], tmp_path
+    )
+    assert f"Can't write the cluster config {nodes_conf}: " in refused(res)
+
+
 def test_a_log_file_it_cannot_open_is_refused_in_a_line(tmp_path: Path) -> None:
     logfile = tmp_path / "no" / "such" / "disque.log"
     res = run_server(["--port", str(free_port()), "--logfile", str(logfile)], tmp_path)

@@ -27,7 +27,7 @@ from disque_server.clock import now_ms, pick
 from disque_server.cluster import federation, gc, replication, requeue
 from disque_server.cluster.bus import BusLink
 from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
-from disque_server.config import Config, atomic_write
+from disque_server.config import Config, ConfigError, atomic_write
 from disque_server.listener import as_protocol
 from disque_server.resp import bulk_array
 
@@ -162,19 +162,24 @@ class Cluster:
             self.myself.id = new_node_id()
         self.nodes[self.myself.id] = self.myself
         self.membership_changed()
-        if not lines:
-            self.save_config()
+        if not lines:  # a new node: refused if it cannot keep its ID (as Disque)
+            self.save_config(strict=True)
 
-    def save_config(self) -> None:
+    def save_config(self, strict: bool = False) -> None:
         """Write nodes.conf atomically (temp file, fsync, rename).
 
-        Called after every membership change, so it also refreshes the size."""
+        Called after every membership change, so it also refreshes the size. A
+        write that fails is logged; ``strict`` (a new node's first write): refused."""
         self.membership_changed()
         text = self.nodes_description(for_config=True)
         text += f"vars leaving {'yes' if self.leaving else 'no'}\n"
         try:
             atomic_write(self.config_path, text)
         except OSError as exc:
+            if strict:
+                reason = exc.strerror or exc
+                message = f"Can't write the cluster config {self.config_path}: {reason}"
+                raise ConfigError(message) from None
             self.server.log.warning(
                 "Could not save the cluster config %s: %s", self.config_path, exc
             )
@@ -210,6 +215,12 @@ class Cluster:
     async def start_bus(self, hosts: list[str | None]) -> None:
         loop = self.server.loop
         config = self.server.config
+        if self.bus_port > 65535:  # (port + 10000, no cluster-port: as Disque, refused)
+            raise ConfigError(
+                "Disque port number too high. Cluster communication port is 10,000 port "
+                "numbers higher than your Disque node port. Your Disque node port number "
+                "must be lower than 55535 (or set cluster-port)."
+            )
         if config["tls-cluster"]:
             self.ssl_server = tls.server_context(config, for_bus=True)
             self.ssl_client = tls.bus_client_context(config)
