@@ -17,13 +17,13 @@ imports, tests/unit/test_layers.py checks the calls made at run time).
 - ``blocking``  why a client waits, and what stopping undoes
 - ``aof``       the append-only file (``check_aof``: its checker)
 - ``eviction``  what maxmemory frees, and room for a command (``memory`` counts)
+- ``ack``       acknowledgements, ACKJOB replies held for the GC (the cluster's GC: hooks)
 - ``collector``, ``output_limits``, ``watchdog``: what the cron runs
 - ``client``    one client connection: its requests, replies, blocking
-- ``ack``       acknowledgements, ACKJOB replies held for the GC
 - ``cluster``   this node's view of the cluster: bus, replication, re-queue, GC,
   federation
 - ``commands``  one module per command family (``addjob``, ``getjob``, ``jobs_by_id``:
-  the commands naming jobs by ID, ...), above the three before: ADDJOB calls
+  the commands naming jobs by ID, ...), above the client and the cluster: ADDJOB calls
   ``cluster.replication`` itself; ``commands.build_table``
 - ``metrics``   the Prometheus endpoint (it reads all of the above)
 - ``server``    the node: builds and wires the rest (``NodeHooks``), listeners,

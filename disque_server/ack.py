@@ -63,11 +63,12 @@ class Acks:
         True when it is gone from this node already (no other owner to wait for)."""
         if job.state != ACKED:
             return False
-        if self.server.cluster.size == 1:
+        hooks = self.server.hooks
+        if hooks.alone():
             self.server.jobs.unregister(job)
             return True
         job.gc_retry = min(job.gc_retry + 1, 10)
-        if self.server.cluster.start_gc(job):
+        if hooks.gc_started(job):
             return True
         self.server.jobs.update_awake(job)
         return False
@@ -81,8 +82,8 @@ class Acks:
     # ---- ACKJOB replies held until the GC is done ------------------------------------
     def reply_after_gc(self, client: Client, jobs: list[Job], reply: bytes) -> None:
         """Reply now, or once the GC of every job whose owners are all reachable is done."""
-        cluster = self.server.cluster
-        pending = {job.id for job in jobs if cluster.gc_in_flight(job)}
+        hooks = self.server.hooks
+        pending = {job.id for job in jobs if hooks.gc_in_flight(job)}
         if not pending:
             client.reply(reply)
             return

@@ -77,6 +77,22 @@ class Hooks:
         """An ACKJOB reply held for the GC of its jobs was given (or the client went):
         the GC no longer reports to it (ack.AckWait)."""
 
+    # ---- from the acknowledgements (ack.py) -------------------------------------------
+    def alone(self) -> bool:
+        """Whether this node is a cluster of one (an acknowledged job is then simply
+        deleted)."""
+        return True
+
+    def gc_started(self, job: Job) -> bool:
+        """One GC attempt of an acknowledged job in a cluster: SETACK to the owners
+        still to confirm (cluster/gc.py); True when it could be deleted at once."""
+        return False
+
+    def gc_in_flight(self, job: Job) -> bool:
+        """A GC attempt is out and every owner still to confirm can answer it soon
+        (ACKJOB then waits for it)."""
+        return False
+
     # ---- from the client connections (client.py) --------------------------------------
     def requests_started(self) -> None:
         """A client's requests read this pass are about to run, one after another:

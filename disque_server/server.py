@@ -23,7 +23,7 @@ from disque_server.aof import AOF
 from disque_server.blocking import BlockedGetJob
 from disque_server.client import Client, buffered_bytes
 from disque_server.clock import command_clock
-from disque_server.cluster import Cluster, federation, replication, requeue
+from disque_server.cluster import Cluster, federation, gc, replication, requeue
 from disque_server.collector import Collector
 from disque_server.commands import (
     HOT_ACKJOB,
@@ -120,6 +120,15 @@ class NodeHooks(Hooks):
 
     def ack_wait_released(self, wait: AckWait) -> None:
         self.server.acks.forget_wait(wait)
+
+    def alone(self) -> bool:
+        return self.server.cluster.size == 1
+
+    def gc_started(self, job: Job) -> bool:
+        return gc.start_gc(self.server.cluster, job)
+
+    def gc_in_flight(self, job: Job) -> bool:
+        return gc.in_flight(self.server.cluster, job)
 
     def client_buffers(self) -> int:
         return buffered_bytes(self.server.clients)

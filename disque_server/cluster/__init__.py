@@ -32,7 +32,6 @@ from disque_server.listener import as_protocol
 from disque_server.resp import bulk_array
 
 if TYPE_CHECKING:
-    from disque_server.job import Job
     from disque_server.server import Server
 
 FORGET_BLACKLIST_MS: Final = 60_000
@@ -753,13 +752,6 @@ class Cluster:
             self.server.hooks.leaving_started()
         for node in self.reachable_nodes():  # tell everybody now, not at the next PING
             self.send(node, b"PING", self.gossip_payload(node))
-
-    # ---- the GC, for ACKJOB replies held for it (ack.py: a peer, it imports no cluster) ----
-    def start_gc(self, job: Job) -> bool:
-        return gc.start_gc(self, job)
-
-    def gc_in_flight(self, job: Job) -> bool:
-        return gc.in_flight(self, job)
 
 
 # ---- message handlers: membership --------------------------------------------------------

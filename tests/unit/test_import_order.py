@@ -1,7 +1,7 @@
 """The node is a one-way stack (issue 15): no module of disque_server imports a
 module above it, at top level or inside a function, nor a peer of its layer
-(the client, the acknowledgements, the cluster: each may use what is below
-them, and none another; a package's modules use each other). Imports under
+(the client and the cluster: each may use what is below them, and not the
+other; a package's modules use each other). Imports under
 ``if TYPE_CHECKING:`` are for annotations only and run never, so they may
 point anywhere. What a lower module must call above it is a method of
 hooks.Hooks, wired in server.py (test_layers.py checks those calls).
@@ -38,7 +38,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("registry",),  # the jobs registered here, and their timers (re-queue: pause flags)
     ("blocking", "aof", "check_aof", "collector", "output_limits", "watchdog"),
     ("eviction",),  # what maxmemory frees: walks the jobs, the queues, the AOF buffers
-    ("client", "ack", "cluster"),
+    ("ack",),  # acknowledgements: the cluster's GC through hooks (gc_started, ...)
+    ("client", "cluster"),
     ("commands",),  # one module per command family: they call all of the above
     ("metrics",),  # the Prometheus endpoint: reads all of the above
     ("server",),  # where everything is built and wired
