@@ -43,7 +43,6 @@ sys.path.insert(0, str(REPO_ROOT))  # (tests/processes.py: how the tests start s
 from tests.polling import Poll  # noqa: E402
 from tests.processes import (  # noqa: E402
     HOST,
-    START_TIMEOUT,
     ServerProcess,
     StartError,
     free_port,
@@ -138,9 +137,9 @@ class Server(ServerProcess):
         output = log.with_suffix(".out")
         super().__init__(name, argv, port, log, env, cwd, output=output, detached=True)
 
-    def start(self, wait: bool = True, timeout: float = START_TIMEOUT) -> None:
+    def start(self, wait: bool = True) -> None:
         try:
-            super().start(wait, timeout)
+            super().start(wait)
         except StartError as exc:
             raise BenchError(str(exc)) from None
 

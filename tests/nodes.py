@@ -72,6 +72,8 @@ def tls_config(certs: dict[str, str], port: int) -> dict[str, str]:
 class Node(ServerProcess):
     """One disque-server process under test (tests/processes.py starts and stops it)."""
 
+    start_timeout = 15.0
+
     def __init__(
         self,
         workdir: Path,
@@ -92,8 +94,8 @@ class Node(ServerProcess):
         directives = [arg for key, value in self.config.items() for arg in (f"--{key}", str(value))]
         return node_argv(self.port, self.dir, self.logfile, self.extra_args, directives)
 
-    def start(self, wait: bool = True, timeout: float = 15.0) -> Node:
-        super().start(wait, timeout)
+    def start(self, wait: bool = True) -> Node:
+        super().start(wait)
         return self
 
     def restart(self) -> Node:

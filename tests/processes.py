@@ -129,6 +129,8 @@ class ServerProcess:
     SIGTERM when this process dies (the benchmarks').
     """
 
+    start_timeout = START_TIMEOUT  # seconds to answer PING (subclasses: their own)
+
     def __init__(
         self,
         name: str,
@@ -163,7 +165,7 @@ class ServerProcess:
         """More subprocess.Popen options (subclasses: a group ID, a limit)."""
         return {}
 
-    def start(self, wait: bool = True, timeout: float = START_TIMEOUT) -> None:
+    def start(self, wait: bool = True) -> None:
         """Start the process; by default wait until it answers PING."""
         options = self.popen_options()
         if self.detached:
@@ -184,11 +186,14 @@ class ServerProcess:
                 **options,
             )
         if wait:
-            self.wait_ready(timeout)
+            self.wait_ready()
 
-    def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
+    def wait_ready(self, timeout: float | None = None) -> None:
         """Wait until the process answers PING; fail at once if it exits (with what
-        it printed), or after ``timeout`` seconds (it is stopped then)."""
+        it printed), or after ``timeout`` seconds (``start_timeout`` unless given;
+        it is stopped then)."""
+        if timeout is None:
+            timeout = self.start_timeout
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:

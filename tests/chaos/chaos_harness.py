@@ -132,6 +132,8 @@ class ChaosNode(Node):
     """A Node started with its own group ID (so iptables' owner match can tell its
     packets apart from the other nodes', all on 127.0.0.1), its stderr in a file."""
 
+    start_timeout = 30.0
+
     def __init__(self, *args: Any, gid: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.gid = gid
@@ -139,9 +141,6 @@ class ChaosNode(Node):
 
     def popen_options(self) -> dict[str, Any]:
         return {"group": self.gid} if self.gid is not None else {}
-
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        super().wait_ready(timeout)
 
     @property
     def bus_port(self) -> int:
