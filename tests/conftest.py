@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from conformance import Conn
-from nodes import ClusterOfNodes, Node, free_port, tls_config
+from nodes import ClusterOfNodes, Node, free_port, tls_config, wait_for
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -84,25 +85,64 @@ def client(node: Node):
 class ReferenceNode(Node):
     """C Disque 1.0-rc1's own disque-server, where a test takes ours or the reference."""
 
-    def __init__(self, workdir: Path, binary: str) -> None:
-        super().__init__(workdir)
+    def __init__(self, workdir: Path, binary: str, config: dict[str, str] | None = None) -> None:
+        super().__init__(workdir, config=config)
         self.binary = binary
 
     def command_line(self) -> list[str]:
-        return [self.binary, "--port", str(self.port), "--dir", str(self.dir)]
+        directives = [arg for key, value in self.config.items() for arg in (f"--{key}", value)]
+        return [self.binary, "--port", str(self.port), "--dir", str(self.dir), *directives]
 
 
 @pytest.fixture
-def c_disque(tmp_path: Path) -> Iterator[Node]:
-    """A C Disque 1.0-rc1 node when DISQUE_REF_SERVER names its built disque-server
-    (make in its source tree builds src/disque-server); skipped otherwise."""
+def reference_binary() -> str:
+    """C Disque 1.0-rc1's disque-server, when DISQUE_REF_SERVER names it (make in its
+    source tree builds src/disque-server; .ci/run builds it from ../shared/reference
+    when that is there); the test is skipped, saying so, otherwise."""
     binary = os.environ.get("DISQUE_REF_SERVER")
     if not binary:
         pytest.skip("DISQUE_REF_SERVER (a built C Disque disque-server) not given")
-    node = ReferenceNode(tmp_path / "c-disque", binary)
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"DISQUE_REF_SERVER={binary}: no executable there")
+    return binary
+
+
+@pytest.fixture
+def c_disque(tmp_path: Path, reference_binary: str) -> Iterator[Node]:
+    """A C Disque 1.0-rc1 node (skipped where none is built)."""
+    node = ReferenceNode(tmp_path / "c-disque", reference_binary)
     node.start()
     yield node
     node.kill()
+
+
+@pytest.fixture
+def c_cluster3(tmp_path: Path, reference_binary: str) -> Iterator[ClusterOfNodes]:
+    """Three C Disque 1.0-rc1 nodes in a full mesh (skipped where none is built)."""
+    config = {"cluster-node-timeout": "1500"}
+    nodes: list[Node] = [
+        ReferenceNode(tmp_path / f"c-disque{i}", reference_binary, config) for i in range(3)
+    ]
+    with ClusterOfNodes.running(nodes) as cluster:
+        for node in cluster:  # C Disque updates the nodes it replicates to in its cron
+            wait_for(lambda n=node: replicates_to_all(n, 3), message=f"{node} replicates")
+        yield cluster
+
+
+def replicates_to_all(node: Node, n: int) -> bool:
+    """An ADDJOB REPLICATE n on ``node`` is taken (the probe job acknowledged)."""
+    try:
+        jid = node.call("ADDJOB", "cluster-ready-probe", "x", "0", "REPLICATE", str(n), "ASYNC")
+    except redis.ResponseError:
+        return False
+    node.call("ACKJOB", jid)
+    return True
+
+
+@pytest.fixture(params=["ours", "C"])
+def either_cluster3(request: pytest.FixtureRequest) -> ClusterOfNodes:
+    """Three nodes of ours, and three of C Disque's where one is built."""
+    return request.getfixturevalue("cluster3" if request.param == "ours" else "c_cluster3")
 
 
 @pytest.fixture(params=["ours", "C"])

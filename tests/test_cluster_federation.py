@@ -37,6 +37,27 @@ def test_federation_moves_retry_zero_jobs_without_loss(cluster3):
     assert got == ids
 
 
+def moved_job_counters(cluster, replicate: str) -> dict:
+    """A job added on node 1 and taken with GETJOB WITHCOUNTERS on node 2, where
+    federation moves it; its counters there."""
+    a, b, _ = cluster
+    jid = a.call("ADDJOB", "moved", "payload", "0", "REPLICATE", replicate, "RETRY", "60")
+    reply = b.call("GETJOB", "TIMEOUT", "5000", "WITHCOUNTERS", "FROM", "moved")
+    assert reply is not None, "the job did not move to node 2"
+    [[_, got, _, *counters]] = reply
+    assert got == jid
+    return as_dict(counters)
+
+
+def test_a_moved_job_is_not_counted_as_delivered_again(either_cluster3):
+    """YOURJOBS moves the job; the node taking it may hold a copy already
+    (REPLICATE 3 on 3 nodes): queueing it there is a move, not a re-queue.
+    Disque's receiveYourJobs clears the re-queue flag for every job it brings."""
+    for replicate in ("3", "1"):
+        counters = moved_job_counters(either_cluster3, replicate)
+        assert counters == {b"nacks": 0, b"additional-deliveries": 0}, replicate
+
+
 def test_consumer_that_drains_a_queue_sees_the_refill_it_caused(cluster3):
     """As in the cluster recording: each GETJOB that empties an importing queue
     asks for more, and the same client's next command runs once it came."""

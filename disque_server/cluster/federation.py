@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Final
 
 from disque_server.blocking import BlockedRefill
 from disque_server.clock import now_ms, time_error_ms
-from disque_server.job import ACTIVE, FIELDS, FLAG_BCAST_WILLQUEUE, job_from_fields, job_to_fields
+from disque_server.job import (
+    ACTIVE,
+    FIELDS,
+    FLAG_BCAST_QUEUED,
+    FLAG_BCAST_WILLQUEUE,
+    job_from_fields,
+    job_to_fields,
+)
 from disque_server.queue import PAUSED_IN, PAUSED_OUT, Queue
 
 if TYPE_CHECKING:
@@ -181,6 +188,9 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
         if local is not None:
             if local.state != ACTIVE:
                 continue  # queued already, or acknowledged here (maybe a dummy ACK)
+            # A move, not a re-queue: no QUEUED, no delivery counted (as Disque's
+            # receiveYourJobs), even though this node held a copy already.
+            local.flags &= ~FLAG_BCAST_QUEUED
             server.queues.enqueue_job(local)
             job = local
         else:
