@@ -136,7 +136,7 @@ class AsyncClient(ClientBase):
         with_counters: bool = False,
     ) -> list[Job]:
         reply = await self.execute(*get_job_args(queues, timeout, count, nohang, with_counters))
-        jobs = jobs_of(reply)
+        jobs = jobs_of(reply, self.address)
         target = self.producer_to_follow(jobs)
         if target is not None:
             with contextlib.suppress(DisqueError):

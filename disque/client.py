@@ -148,7 +148,8 @@ class Client(ClientBase):
     ) -> list[Job]:
         """GETJOB FROM queues; ``timeout`` in milliseconds (None: wait for ever).
         An empty list when none came (NOHANG, or the timeout)."""
-        jobs = jobs_of(self.execute(*get_job_args(queues, timeout, count, nohang, with_counters)))
+        reply = self.execute(*get_job_args(queues, timeout, count, nohang, with_counters))
+        jobs = jobs_of(reply, self.address)  # (before a locality move: where they are)
         target = self.producer_to_follow(jobs)
         if target is not None:  # after the jobs came: they are delivered, any node acks
             with contextlib.suppress(DisqueError):

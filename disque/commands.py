@@ -35,20 +35,41 @@ def parse_address(address: str) -> Address:
     return host or "127.0.0.1", int(port)
 
 
+def seed_addresses(nodes: Sequence[object]) -> list[Address]:
+    """The seeds a client is given: ``"host:port"`` strings, each given alone or in
+    lists or tuples (``Client(["a:7711", "b:7712"])``, as redis-py's
+    ``startup_nodes``); anything else is a TypeError that says what it got."""
+    seeds: list[Address] = []
+    for node in nodes:
+        if isinstance(node, str):
+            seeds.append(parse_address(node))
+        elif isinstance(node, list | tuple) and all(isinstance(n, str) for n in node):
+            seeds += [parse_address(n) for n in node]
+        else:
+            raise TypeError(f'a node is a "host:port" string (or a list of them), not {node!r:.80}')
+    return seeds or [parse_address(DEFAULT_NODE)]
+
+
 class ClientBase:
     """The state of a client, whatever does its I/O."""
 
     def __init__(
         self,
-        *nodes: str,
+        *nodes: str | Sequence[str],
         password: str | None = None,
         tls: TLS | None = None,
         socket_timeout: float | None = None,
         connect_timeout: float = 5.0,
         max_moves: int = MAX_MOVES,
         follow_producers: bool = False,
+        stay: bool = False,
     ) -> None:
-        self.seeds = [parse_address(n) for n in (nodes or (DEFAULT_NODE,))]
+        self.seeds = seed_addresses(nodes)
+        # stay: run every command on the first seed, never another node (a job's
+        # NACK, WORKING and SHOW belong to the node that delivered it).
+        self.stay = stay
+        if stay:
+            self.seeds = self.seeds[:1]
         self.password = password
         self.tls = tls
         self.socket_timeout = socket_timeout
@@ -62,7 +83,9 @@ class ClientBase:
 
     def candidates(self, avoid: Address | None, prefer: Address | None = None) -> list[Address]:
         """``prefer``, the nodes HELLO listed, best first, then the seeds in random
-        order; ``avoid`` last."""
+        order; ``avoid`` last. A client that stays: its one seed."""
+        if self.stay:
+            return list(self.seeds)
         known = [(n.host, n.port) for n in by_priority(self.nodes) if n.host]
         seeds = random.sample(self.seeds, len(self.seeds))
         ordered = list(dict.fromkeys(([prefer] if prefer else []) + known + seeds))
@@ -176,8 +199,10 @@ def jscan_options(count: int | None, queue: str | None, states: Sequence[str]) -
     return options
 
 
-def jobs_of(reply: Any) -> list[Job]:
-    return [Job.from_reply(entry) for entry in reply or ()]
+def jobs_of(reply: Any, node: Address | None = None) -> list[Job]:
+    """GETJOB's or QPEEK's jobs; ``node``: the address they came from."""
+    where = f"{node[0]}:{node[1]}" if node else ""
+    return [Job.from_reply(entry, where) for entry in reply or ()]
 
 
 def last_cursor(cursor: Any) -> bool:

@@ -15,6 +15,7 @@ class WorkerMetrics:
         self.failed = counter("failed", "Handler runs that raised")
         self.retried = counter("retried", "Failed jobs queued again (NACK)")
         self.dead_lettered = counter("dead_lettered", "Jobs moved to a dead-letter queue")
+        self.dropped = counter("dropped", "Failing RETRY 0 jobs, never delivered again")
         self.handler_seconds = Histogram(
             "disque_worker_handler_seconds",
             "Time spent in handlers",

@@ -19,17 +19,29 @@ What happens to a job (Disque's at-least-once delivery, kept):
 * After ``max_attempts`` deliveries (GETJOB's ``nacks`` and
   ``additional-deliveries`` counters), the job goes to the dead-letter queue
   (``<queue>:dead`` unless told): ADDJOB of a JSON record (queue, id, body,
-  attempts, error) there first, then ACKJOB of the job, so a crash between
-  the two leaves it in both places, never in none.
+  attempts, error) there first, replicated to 2 nodes where the cluster has
+  them, then ACKJOB of the job, so a crash between the two leaves it in both
+  places, never in none, and one node lost does not lose the record.
+* A failing RETRY 0 job (at most once) is never delivered again: it is
+  logged and counted as dropped, or dead-lettered with
+  ``dead_letter_at_most_once=True``.
 * A job still running at half its RETRY gets a WORKING, so it is not queued
   again behind the handler's back.
 * ``stop()`` (SIGTERM, SIGINT under ``run``) stops fetching, lets the running
   handlers finish within ``grace`` seconds, and NACKs those that did not.
 
-Sync handlers run in threads, ``async def`` ones as tasks on one event loop
-thread; either way at most ``concurrency`` jobs run at once. Every thread has
-its own ``Client``: a node that goes away or leaves is left for another one as
-the client does it.
+NACK, WORKING and SHOW go to the node that delivered the job (``Job.node``):
+on a cluster another node may hold no copy (NACK answers 0, WORKING
+``-NOJOB``) or a copy that is not the one queued. When that node is gone they
+go to any node that answers: one holding a copy acts on it, and a job no
+reachable node knows is queued again after its RETRY by its other owners.
+ACKJOB goes anywhere, as Disque allows.
+
+Sync handlers run in daemon threads (a handler still running when ``run``
+returns does not keep the process alive: its job is NACKed by then),
+``async def`` ones as tasks on one event loop thread; either way at most
+``concurrency`` jobs run at once. Every thread has its own ``Client``: a node
+that goes away or leaves is left for another one as the client does it.
 """
 
 from __future__ import annotations
@@ -40,18 +52,20 @@ import contextlib
 import inspect
 import json
 import logging
+import queue
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from operator import methodcaller
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from disque.client import Client
-from disque.errors import BadId, ConnectionLost, DisqueError
+from disque.errors import BadId, ConnectionLost, DisqueError, NoJob, NoNodeAvailable
 from disque.job import Job
 from disque.locality import Locality
+from disque.protocol import PRIORITY_FAILING
 from disque.tls import TLS
 
 if TYPE_CHECKING:
@@ -60,6 +74,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("disque.worker")
 
 Handler = Callable[[Job], Any]
+T = TypeVar("T")
+
+DEAD_LETTER_COPIES = 2  # a dead letter outlives one node (fewer on a smaller cluster)
+DEAD_LETTER_TTL = 7 * 24 * 3600  # seconds a dead letter is kept
+DEAD_LETTER_RETRY = 300  # a dead letter read with GETJOB and not acknowledged: back then
+DEAD_LETTER_TIMEOUT_MS = 10_000  # the dead-letter ADDJOB's replication timeout
 
 
 class Retry(Exception):  # noqa: N818 (what the handler asks for, not an error)
@@ -79,6 +99,7 @@ class Route:
     handler: Handler
     max_attempts: int
     dead_letter: str | None  # None: no dead-letter queue, the job is retried for ever
+    dead_letter_at_most_once: bool = False  # a failing RETRY 0 job: dead letter, not dropped
     is_async: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -128,10 +149,15 @@ class Worker:
         password: str | None = None,
         tls: TLS | None = None,
         follow_producers: bool = False,
+        dead_letter_ttl: int = DEAD_LETTER_TTL,
+        dead_letter_retry: int = DEAD_LETTER_RETRY,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        self.nodes = nodes
+        if dead_letter_retry < 1 or dead_letter_ttl < 1:
+            raise ValueError("dead_letter_retry and dead_letter_ttl must be at least 1 s")
+        Client(*nodes)  # the seeds checked now: a bad one is an error here, not in run()
+        self.nodes: tuple[str | Sequence[str], ...] = nodes
         self.concurrency = concurrency
         self.max_attempts = max_attempts
         self.backoff_base = backoff_base
@@ -141,6 +167,8 @@ class Worker:
         self.password = password
         self.tls = tls
         self.follow_producers = follow_producers  # GETJOB moves to where jobs are made
+        self.dead_letter_ttl = dead_letter_ttl
+        self.dead_letter_retry = dead_letter_retry
         self.routes: dict[str, Route] = {}
         self.only: list[str] | None = None  # run these queues only (disque-worker --queues)
         self.monitors: list[tuple[float, Callable[[dict[str, int]], None]]] = []
@@ -158,15 +186,22 @@ class Worker:
 
     # ---- registration ---------------------------------------------------------------
     def handler(
-        self, queue: str, *, max_attempts: int | None = None, dead_letter: str | None = ""
+        self,
+        queue: str,
+        *,
+        max_attempts: int | None = None,
+        dead_letter: str | None = "",
+        dead_letter_at_most_once: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated function for ``queue``'s jobs. ``dead_letter``: the
-        queue failed jobs end in ("" for ``<queue>:dead``, None for none)."""
+        queue failed jobs end in ("" for ``<queue>:dead``, None for none);
+        ``dead_letter_at_most_once``: failing RETRY 0 jobs go there too (else they
+        are dropped, as Disque's at-most-once delivery means)."""
 
         def register(fn: Handler) -> Handler:
             dlq = f"{queue}:dead" if dead_letter == "" else dead_letter
             attempts = self.max_attempts if max_attempts is None else max_attempts
-            self.routes[queue] = Route(queue, fn, attempts, dlq)
+            self.routes[queue] = Route(queue, fn, attempts, dlq, dead_letter_at_most_once)
             return fn
 
         return register
@@ -198,6 +233,34 @@ class Worker:
             self.clients.append(client)
         return client
 
+    def client_on(self, node: str) -> Client:
+        """This thread's client on one node (``host:port``), which never moves."""
+        on_node: dict[str, Client] = self.local.__dict__.setdefault("on_node", {})
+        client = on_node.get(node)
+        if client is None:
+            client = Client(
+                node,
+                password=self.password,
+                tls=self.tls,
+                stay=True,
+                max_moves=1,
+                socket_timeout=10.0,  # a paused node: fall back, do not hang
+                connect_timeout=2.0,
+            )
+            on_node[node] = client
+            self.clients.append(client)
+        return client
+
+    def on_its_node(self, job: Job, command: Callable[[Client], T]) -> T:
+        """Run ``command`` about ``job`` on the node that delivered it; when that
+        node is gone, on any node that answers (see the module's docstring)."""
+        if job.node:
+            try:
+                return command(self.client_on(job.node))
+            except NoNodeAvailable:
+                log.info("%s, which delivered job %s, is gone: asking another", job.node, job.id)
+        return command(self.client())
+
     # ---- running ----------------------------------------------------------------------
     def run(self, install_signals: bool = True) -> None:
         """Fetch and handle jobs until ``stop()`` (or SIGTERM/SIGINT, from the main
@@ -214,7 +277,7 @@ class Worker:
         if install_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self.on_signal)
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="disque-worker")
+        pool = HandlerThreads(self.concurrency, self.handle)
         side = [threading.Thread(target=self.keep_alive, daemon=True, name="disque-working")]
         side += [
             threading.Thread(target=self.watch, args=(every, fn), daemon=True)
@@ -252,7 +315,7 @@ class Worker:
             log.info("stopping: no more jobs fetched, %d running", len(self.running))
         self.stopping.set()
 
-    def fetch(self, pool: ThreadPoolExecutor) -> None:
+    def fetch(self, pool: HandlerThreads) -> None:
         client = self.client()
         while not self.stopping.is_set():
             if not self.slots.acquire(timeout=0.2):
@@ -274,21 +337,24 @@ class Worker:
                 now = time.monotonic()
                 with self.lock:
                     self.running[job.id] = Running(job, now, now)
-                pool.submit(self.handle, job).add_done_callback(lambda _: self.slots.release())
+                pool.submit(job)
 
-    def drain(self, pool: ThreadPoolExecutor) -> None:
-        """Wait for the running handlers up to the grace period; NACK the rest."""
+    def drain(self, pool: HandlerThreads) -> None:
+        """Wait for the running handlers up to the grace period; NACK the rest (each
+        on the node that delivered it). The handler threads end when their handler
+        returns; as daemon threads they do not keep the process alive."""
         started = time.monotonic()
         while self.running and time.monotonic() < started + self.grace:
             time.sleep(0.05)
         with self.lock:
-            left = [r.job.id for r in self.running.values()]
-            self.abandoned.update(left)
+            left = [r.job for r in self.running.values()]
+            self.abandoned.update(job.id for job in left)
         if left:
             log.warning("grace period over: %d job(s) still running, queued again", len(left))
-            with contextlib.suppress(DisqueError):
-                self.client().nack(*left)
-        pool.shutdown(wait=False, cancel_futures=True)
+            for job in left:
+                with contextlib.suppress(DisqueError):
+                    self.on_its_node(job, methodcaller("nack", job.id))
+        pool.shutdown()
 
     # ---- one job ----------------------------------------------------------------------
     def handle(self, job: Job) -> None:
@@ -310,6 +376,7 @@ class Worker:
                 self.metrics.handler_seconds.labels(job.queue).observe(time.monotonic() - started)
             with self.lock:
                 self.running.pop(job.id, None)
+            self.slots.release()
 
     def done(self, job: Job) -> None:
         if job.id in self.abandoned:
@@ -326,47 +393,91 @@ class Worker:
             return
         attempts = job.nacks + job.additional_deliveries + 1
         error = f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, Retry):  # (asked for, not failed)
+        asked = isinstance(exc, Retry)  # (asked for, not failed: no traceback)
+        if not asked:
             self.count("failed", job.queue)
+        if job.at_most_once:
+            self.drop(route, job, attempts, error, exc)
+            return
         if route.dead_letter is not None and attempts >= route.max_attempts:
+            log.warning(
+                "job %s of %s failed (attempt %d)",
+                job.id,
+                job.queue,
+                attempts,
+                exc_info=None if asked else exc,
+            )
             self.bury(route.dead_letter, job, attempts, error)
             return
         delay = exc.delay if isinstance(exc, Retry) else None
         if delay is None:
             delay = backoff(attempts, self.backoff_base, self.backoff_cap)
-        log.info(
+        log.log(
+            logging.INFO if asked else logging.WARNING,
             "job %s of %s failed (attempt %d: %s): again in %d s",
             job.id,
             job.queue,
             attempts,
             error,
             delay,
+            exc_info=None if asked else exc,
         )
         try:
-            self.nack(job.id, delay)
+            known = self.on_its_node(job, lambda client: self.nack(client, job.id, delay))
         except DisqueError as nack_error:
             log.warning("NACK %s failed (%s): it will be delivered again", job.id, nack_error)
             return
+        if not known:
+            log.warning(
+                "NACK %s: no node reached knows the job; its other owners queue it "
+                "again after its RETRY",
+                job.id,
+            )
         self.count("retried", job.queue)
 
-    def nack(self, job_id: str, delay: int) -> None:
-        """NACK DELAY where the node takes it; a plain NACK once one refused it."""
-        client = self.client()
+    def nack(self, client: Client, job_id: str, delay: int) -> int:
+        """NACK DELAY where the node takes it; a plain NACK once one refused it.
+        How many jobs the node knew (0: not this one)."""
         if self.nack_delay:
             try:
-                client.nack(job_id, delay=delay)
-                return
+                return client.nack(job_id, delay=delay)
             except BadId:
                 # C Disque reads DELAY as a job ID (the job's own came from GETJOB).
                 log.info("this cluster has no NACK ... DELAY: plain NACK from now on")
                 self.nack_delay = False
-        client.nack(job_id)
+        return client.nack(job_id)
+
+    def drop(self, route: Route, job: Job, attempts: int, error: str, exc: Exception) -> None:
+        """A failing RETRY 0 job: Disque never delivers it again. Dead-lettered when
+        the route asks for it; else said, counted, and acknowledged (nothing of it
+        is left to run)."""
+        if route.dead_letter is not None and route.dead_letter_at_most_once:
+            self.bury(route.dead_letter, job, attempts, error)
+            return
+        log.warning(
+            "job %s of %s failed and is dropped: RETRY 0 (at most once) jobs are "
+            "never delivered again",
+            job.id,
+            job.queue,
+            exc_info=exc,
+        )
+        self.count("dropped", job.queue)
+        with contextlib.suppress(DisqueError):
+            self.client().ack(job.id)
 
     def bury(self, queue: str, job: Job, attempts: int, error: str) -> None:
-        """Dead-letter: ADDJOB there first, then ACKJOB; never the other way round."""
+        """Dead-letter: ADDJOB there first (on 2 nodes when the cluster has them),
+        then ACKJOB; never the other way round."""
         client = self.client()
         try:
-            client.add_job(queue, dead_letter_record(job, attempts, error), retry=0)
+            client.add_job(
+                queue,
+                dead_letter_record(job, attempts, error),
+                DEAD_LETTER_TIMEOUT_MS,
+                replicate=dead_letter_copies(client),
+                retry=self.dead_letter_retry,
+                ttl=self.dead_letter_ttl,
+            )
         except (ConnectionLost, DisqueError) as exc:
             log.warning("could not dead-letter %s (%s): it will be delivered again", job.id, exc)
             return
@@ -401,15 +512,19 @@ class Worker:
             for item in running:
                 if now - item.started < 1.0:
                     continue
+                jid = item.job.id
                 try:
                     if item.retry is None:
-                        shown = self.client().show(item.job.id) or {}
+                        shown = self.on_its_node(item.job, methodcaller("show", jid)) or {}
                         item.retry = int(shown.get("retry", 0))
                     if item.retry and now - item.touched >= item.retry / 2:
-                        self.client().working(item.job.id)
+                        self.on_its_node(item.job, methodcaller("working", jid))
                         item.touched = now
+                except NoJob:
+                    log.warning("WORKING %s: no node reached knows the job", jid)
+                    item.touched = now
                 except DisqueError as exc:
-                    log.debug("WORKING %s: %s", item.job.id, exc)
+                    log.debug("WORKING %s: %s", jid, exc)
 
     def watch(self, every: float, fn: Callable[[dict[str, int]], None]) -> None:
         while not self.stopping.wait(every):
@@ -418,6 +533,43 @@ class Worker:
                 fn(sizes)
             except Exception as exc:  # a monitor hook must not stop the worker
                 log.warning("queue monitor failed: %s", exc)
+
+
+def dead_letter_copies(client: Client) -> int:
+    """The copies a dead letter gets: 2, or 1 where only one node is reachable
+    (HELLO: nodes neither failing nor leaving)."""
+    reachable = sum(1 for node in client.hello().nodes if node.priority < PRIORITY_FAILING)
+    return max(1, min(DEAD_LETTER_COPIES, reachable))
+
+
+class HandlerThreads:
+    """``n`` daemon threads running ``handle`` on the jobs submitted. Daemon: a
+    handler still running past the grace period (its job NACKed already) does not
+    keep the process alive once ``Worker.run`` returned."""
+
+    def __init__(self, n: int, handle: Callable[[Job], None]) -> None:
+        self.jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self.threads = [
+            threading.Thread(
+                target=self.serve, args=(handle,), daemon=True, name=f"disque-worker-{i}"
+            )
+            for i in range(n)
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, job: Job) -> None:
+        self.jobs.put(job)
+
+    def serve(self, handle: Callable[[Job], None]) -> None:
+        while (job := self.jobs.get()) is not None:
+            handle(job)
+
+    def shutdown(self) -> None:
+        """Each thread ends after its current job (the worker submits no more than
+        it has free slots, so none is waiting)."""
+        for _ in self.threads:
+            self.jobs.put(None)
 
 
 def load_worker(spec: str) -> Worker:

@@ -62,11 +62,6 @@ def work(
     except DisqueError as exc:
         typer.echo(f"disque-worker: {exc}", err=True)
         raise typer.Exit(1) from None
-    if worker.abandoned:
-        # Handlers past the grace period still run in their threads, which Python
-        # would wait for at exit: their jobs are NACKed already, so leave now.
-        logging.shutdown()
-        os._exit(0)
 
 
 def configure(

@@ -386,7 +386,7 @@ def test_the_readme_worker_example_runs_with_metrics(
     )
     try:
         with Client(addr(cluster3[1])) as client:
-            ids = [client.add_job("emails", f"mail {i}", retry=5) for i in range(3)]
+            ids = [client.add_job("emails", f"mail{i}@example.com", retry=5) for i in range(3)]
             wait_for(
                 lambda: all(client.show(jid) is None for jid in ids),
                 timeout=20,
@@ -406,7 +406,7 @@ def test_the_readme_worker_example_runs_with_metrics(
         proc.kill()
     assert proc.returncode == 0, err
     assert sorted(line for line in out.splitlines() if line.startswith("sending")) == [
-        "sending mail 0",
-        "sending mail 1",
-        "sending mail 2",
+        "sending mail0@example.com",
+        "sending mail1@example.com",
+        "sending mail2@example.com",
     ]
