@@ -9,6 +9,7 @@ imports, tests/unit/test_layers.py checks the calls made at run time).
 - ``clock``, ``log``, ``config``, ``tls``
 - ``resp``      RESP: replies, bus messages and AOF records; request framing
 - ``job``       the Job object, job IDs, states, SHOW rendering, its fields
+- ``serialize`` a job as Disque's bytes (its serializeJob): the AOF's LOADJOB records
 - ``stats``, ``slowlog``, ``latency``: the counters, SLOWLOG's entries, the loop's stalls
 - ``hooks``     what the modules below the server call above them (the events)
 - ``memory``    maxmemory accounting: used memory and its level

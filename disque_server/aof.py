@@ -1,8 +1,12 @@
 """The append-only file: job creations and deletions logged on disk.
 
-The file is a stream of RESP commands, as Disque's: ``LOADJOB <state>
-<flags> <job fields...>`` when a job is created, imported or acknowledged,
-and ``DELJOB <id>`` when it is removed. Records are buffered during an
+The file is Disque 1.0-rc1's: a stream of RESP commands, ``LOADJOB
+<serialized job>`` (serialize.py: Disque's binary layout) when a job is
+created, imported or acknowledged, and ``DELJOB <id>`` when it is removed, so
+a C Disque node loads the file of one of ours, and ours loads a C Disque's
+(an upgrade in place, and back). The earlier files of this project, whose
+``LOADJOB <state> <flags> <job fields...>`` records spelled the fields out,
+still load. Records are buffered during an
 event-loop pass and written before any reply of that pass leaves the node
 (``Client.flush`` and the bus call ``flush``), so with ``appendfsync
 always`` a job whose ADDJOB was answered is on disk; ``everysec`` fsyncs
@@ -35,12 +39,11 @@ from disque_server.job import (
     FLAG_UNPLACED,
     QUEUED,
     STATE_BY_NAME,
-    STATE_NAMES,
     Job,
     job_from_fields,
-    job_to_fields,
 )
 from disque_server.resp import BYTES_ONLY, bulk_array, bulk_array_length
+from disque_server.serialize import SerializeError, deserialize_job, serialize_job
 
 if TYPE_CHECKING:
     from disque_server.server import Server
@@ -53,14 +56,7 @@ class AOFError(Exception):
 
 
 def job_record(job: Job) -> bytes:
-    return bulk_array(
-        [
-            b"LOADJOB",
-            STATE_NAMES[job.state],
-            b"%d" % (job.flags & ~FLAG_UNPLACED),
-            *job_to_fields(job),
-        ]
-    )
+    return bulk_array([b"LOADJOB", serialize_job(job)])
 
 
 def deljob_record(job_id: bytes) -> bytes:
@@ -421,7 +417,18 @@ class AOF:
             if job is not None:
                 server.jobs.unregister(job)
             return True
-        if name != b"LOADJOB" or len(record) != 3 + FIELDS:
+        if name != b"LOADJOB":
+            return False
+        if len(record) == 2:  # Disque's, and ours since: the job serialized
+            try:
+                job, end = deserialize_job(record[1])
+            except SerializeError:
+                return False
+            if end != len(record[1]):
+                return False
+            self.register_loaded(job, job.state, enqueue_once, now_s)
+            return True
+        if len(record) != 3 + FIELDS:  # this project's earlier records, field by field
             return False
         state = STATE_BY_NAME.get(record[1])
         if state is None or not record[2].isdigit():
@@ -429,13 +436,21 @@ class AOF:
         job = job_from_fields(record[3:], ACTIVE)
         if job is None:
             return False
+        # (FLAG_UNPLACED: a timer flag of the old process)
+        job.flags = (int(record[2]) & ~FLAG_UNPLACED) | (job.flags & FLAG_BCAST_WILLQUEUE)
+        self.register_loaded(job, state, enqueue_once, now_s)
+        return True
+
+    def register_loaded(self, job: Job, state: int, enqueue_once: bool, now_s: int) -> None:
+        """A job read from the file takes the place of any earlier record of it;
+        queued jobs come back active (re-queued after their RETRY), or queued with
+        aof-enqueue-jobs-once, as Disque's loadjobCommand."""
+        server = self.server
         old = server.jobs.lookup(job.id)
         if old is not None:
             server.jobs.unregister(old)
         if job.etime <= now_s:
-            return True  # expired while the node was down
-        # (FLAG_UNPLACED: a timer flag of the old process)
-        job.flags = (int(record[2]) & ~FLAG_UNPLACED) | (job.flags & FLAG_BCAST_WILLQUEUE)
+            return  # expired while the node was down
         q = server.queues.lookup(job.queue)
         if q is not None:
             job.queue = q.name
@@ -450,7 +465,6 @@ class AOF:
         else:
             job.state = ACTIVE  # the retry timer re-queues it (never RETRY 0 jobs)
             server.jobs.register(job)
-        return True
 
     # ---- INFO --------------------------------------------------------------------------
     def info_fields(self) -> list[str]:

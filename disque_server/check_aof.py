@@ -1,6 +1,7 @@
 """``disque-check-aof [--fix] <file.aof>``: find, and optionally cut, a bad AOF tail.
 
-Reads the file record by record (RESP commands, LOADJOB/DELJOB) and reports
+Reads the file record by record (RESP commands, LOADJOB/DELJOB: a C Disque
+1.0-rc1's file or one of ours, which are the same format) and reports
 the offset of the first byte that is not part of a complete, well formed
 record. With --fix the file is truncated there, after asking for
 confirmation when standard input is a terminal (as redis-check-aof does).
@@ -15,9 +16,27 @@ from typing import Final
 
 import hiredis
 
+from disque_server.job import FIELDS
 from disque_server.resp import BYTES_ONLY, bulk_array_length
+from disque_server.serialize import SerializeError, deserialize_job
 
-KNOWN: Final = {b"LOADJOB": 15, b"DELJOB": 2}
+OLD_LOADJOB_LEN: Final = 3 + FIELDS  # this project's earlier LOADJOB, field by field
+
+
+def well_formed(record: list[bytes]) -> bool:
+    """A DELJOB, or a LOADJOB whose job reads back (Disque's serialized job, or
+    this project's earlier field-by-field record)."""
+    name = record[0].upper()
+    if name == b"DELJOB":
+        return len(record) == 2
+    if name != b"LOADJOB":
+        return False
+    if len(record) == 2:
+        try:
+            return deserialize_job(record[1])[1] == len(record[1])
+        except SerializeError:
+            return False
+    return len(record) == OLD_LOADJOB_LEN
 
 
 def check(path: str) -> tuple[int, int, str]:
@@ -38,7 +57,7 @@ def check(path: str) -> tuple[int, int, str]:
             type(record) is not list
             or not record
             or not BYTES_ONLY.issuperset(map(type, record))
-            or KNOWN.get(record[0].upper()) != len(record)
+            or not well_formed(record)
         ):
             return offset, records, "not a LOADJOB/DELJOB record"
         offset += bulk_array_length(record)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 from conformance import Conn
-from nodes import ClusterOfNodes, Node, free_port, tls_config, wait_for
+from nodes import ClusterOfNodes, Node, ReferenceNode, free_port, tls_config, wait_for
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -80,18 +80,6 @@ def node(start_node) -> Node:
 def client(node: Node):
     with node.client() as c:
         yield c
-
-
-class ReferenceNode(Node):
-    """C Disque 1.0-rc1's own disque-server, where a test takes ours or the reference."""
-
-    def __init__(self, workdir: Path, binary: str, config: dict[str, str] | None = None) -> None:
-        super().__init__(workdir, config=config)
-        self.binary = binary
-
-    def command_line(self) -> list[str]:
-        directives = [arg for key, value in self.config.items() for arg in (f"--{key}", value)]
-        return [self.binary, "--port", str(self.port), "--dir", str(self.dir), *directives]
 
 
 @pytest.fixture

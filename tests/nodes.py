@@ -135,6 +135,25 @@ class Node(ServerProcess):
         return f"<Node port={self.port} dir={self.dir}>"
 
 
+class ReferenceNode(Node):
+    """C Disque 1.0-rc1's own disque-server (the ``reference_binary`` fixture names
+    it), where a test takes ours or the reference."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        binary: str,
+        config: dict[str, str] | None = None,
+        port: int | None = None,
+    ) -> None:
+        super().__init__(workdir, port=port, config=config)
+        self.binary = binary
+
+    def command_line(self) -> list[str]:
+        directives = [arg for key, value in self.config.items() for arg in (f"--{key}", value)]
+        return [self.binary, "--port", str(self.port), "--dir", str(self.dir), *directives]
+
+
 class ClusterOfNodes:
     """N nodes joined into one Disque cluster."""
 

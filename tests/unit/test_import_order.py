@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("resp",),  # all encoding, and the request framing
     ("request_reader",),  # bytes in, requests out: for clients and bus links
     ("job",),  # a job, and its fields for the bus and the AOF
+    ("serialize",),  # a job as Disque's bytes: serializeJob / deserializeJob
     ("stats", "slowlog", "latency"),  # counters, SLOWLOG's entries, the loop's stalls
     ("hooks",),  # what the layers below the client call above them (server.NodeHooks)
     ("memory",),  # what jobs and queues cost: used_memory

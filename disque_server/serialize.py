@@ -1,0 +1,178 @@
+"""A job as Disque 1.0-rc1's bytes: its ``serializeJob`` and ``deserializeJob``
+(job.c), the payload of the AOF's ``LOADJOB <serialized job>`` records, so a
+node of ours loads a C Disque's AOF and C Disque loads ours.
+
+The layout, all integers little endian::
+
+    u32  length of what follows
+    68 bytes, the head of C's ``struct job``:
+         id[40]  state:4|gc_retry:4 (u8)  flags (u8)  repl (u16)  etime (u32)
+         ctime (u64)  delay (u32)  retry (u32)  num_nacks (u16)  num_deliv (u16)
+    u32 + bytes  queue name
+    u32 + bytes  body
+    u32 + 40 bytes each: the IDs of the nodes that may hold a copy
+
+``storage`` (SER_STORAGE, the AOF) keeps the state and an absolute expire
+time; a message (SER_MESSAGE, the bus) makes the expire time relative and
+drops the delivered flag. C's states count from 0 and its flag bits differ
+from ours: both are mapped here. What Disque's layout has no room for (the
+queue time of a NACK DELAY, the nodes that confirmed a copy) is not kept, as
+in Disque: a loaded job considers re-queueing after DELAY + RETRY from now.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from typing import Final
+
+from disque_server.clock import now_ms, time_error_ms
+from disque_server.job import (
+    ACKED,
+    ACTIVE,
+    FLAG_BCAST_QUEUED,
+    FLAG_BCAST_WILLQUEUE,
+    FLAG_DELIVERED,
+    ID_LEN,
+    QUEUED,
+    WAIT_REPL,
+    Job,
+    shared_int,
+    shared_name,
+    valid_job_id,
+)
+
+HEAD: Final = struct.Struct("<I40sBBHIQIIHH")  # the length prefix, then C's struct job
+HEAD_LEN: Final = HEAD.size  # 72: 4 + JOB_STRUCT_SER_LEN (68)
+U32: Final = struct.Struct("<I")
+NODE_ID_LEN: Final = 40  # CLUSTER_NAMELEN
+MIN_LEN: Final = HEAD_LEN + 12  # the three u32 counts of the variable part
+
+# C's JOB_STATE_* and JOB_FLAG_* against ours.
+C_STATE: Final = {WAIT_REPL: 0, ACTIVE: 1, QUEUED: 2, ACKED: 3}
+STATE_OF_C: Final = {c: ours for ours, c in C_STATE.items()}
+C_BCAST_QUEUED: Final = 1
+C_BCAST_WILLQUEUE: Final = 2
+C_DELIVERED: Final = 4
+U16_MAX: Final = 0xFFFF
+U32_MAX: Final = 0xFFFFFFFF
+
+
+class SerializeError(ValueError):
+    """Bytes that are not a serialized job."""
+
+
+def c_flags(flags: int) -> int:
+    return (
+        (C_BCAST_QUEUED if flags & FLAG_BCAST_QUEUED else 0)
+        | (C_BCAST_WILLQUEUE if flags & FLAG_BCAST_WILLQUEUE else 0)
+        | (C_DELIVERED if flags & FLAG_DELIVERED else 0)
+    )
+
+
+def flags_of_c(flags: int) -> int:
+    return (
+        (FLAG_BCAST_QUEUED if flags & C_BCAST_QUEUED else 0)
+        | (FLAG_BCAST_WILLQUEUE if flags & C_BCAST_WILLQUEUE else 0)
+        | (FLAG_DELIVERED if flags & C_DELIVERED else 0)
+    )
+
+
+def serialize_job(job: Job, storage: bool = True) -> bytes:
+    """The job as Disque's serializeJob writes it (``storage``: SER_STORAGE)."""
+    queue = job.queue or b""
+    body = job.body or b""
+    node_ids = [n for n in job.nodes_delivered if len(n) == NODE_ID_LEN]
+    nodes = b"".join(node_ids)
+    flags = c_flags(job.flags)
+    etime = job.etime
+    if not storage:
+        now = int(time.time())
+        etime = etime - now + 1 if etime >= now else 1
+        flags &= ~C_DELIVERED
+    length = HEAD_LEN - 4 + 12 + len(queue) + len(body) + len(nodes)
+    head = HEAD.pack(
+        length,
+        job.id,
+        C_STATE[job.state],
+        flags,
+        min(job.repl, U16_MAX),
+        min(max(etime, 0), U32_MAX),
+        job.ctime,
+        min(job.delay, U32_MAX),
+        min(job.retry, U32_MAX),
+        min(job.nacks, U16_MAX),
+        min(job.deliveries, U16_MAX),
+    )
+    return b"".join(
+        (
+            head,
+            U32.pack(len(queue)),
+            queue,
+            U32.pack(len(body)),
+            body,
+            U32.pack(len(node_ids)),
+            nodes,
+        )
+    )
+
+
+def deserialize_job(data: bytes, pos: int = 0, storage: bool = True) -> tuple[Job, int]:
+    """The job serialized at ``data[pos:]`` and the offset after it; SerializeError
+    when the bytes are not one. As Disque's deserializeJob: a message's job is
+    active with an absolute expire time; a stored one keeps its state; either
+    considers re-queueing after DELAY + RETRY from now."""
+    end = len(data)
+    if end - pos < MIN_LEN:
+        raise SerializeError("shorter than a job")
+    (length, jid, state_byte, flags, repl, etime, ctime, delay, retry, nacks, deliv) = (
+        HEAD.unpack_from(data, pos)
+    )
+    stop = pos + 4 + length
+    if stop > end:
+        raise SerializeError("length prefix past the end")
+    if not valid_job_id(jid):
+        raise SerializeError("not a job ID")
+    state = STATE_OF_C.get(state_byte & 0x0F) if storage else ACTIVE
+    if state is None:
+        raise SerializeError(f"unknown job state {state_byte & 0x0F}")
+    p = pos + HEAD_LEN
+    queue, p = counted(data, p, stop, 1)
+    body, p = counted(data, p, stop, 1)
+    nodes, p = counted(data, p, stop, NODE_ID_LEN)
+    if p != stop:
+        raise SerializeError("length prefix does not match the fields")
+    if not storage:
+        etime = int(time.time()) + etime
+    job = Job(jid, state, shared_int(etime), shared_int(retry))
+    job.queue = shared_name(queue)
+    job.body = body
+    job.repl, job.ctime, job.delay = repl, ctime, delay
+    job.nacks, job.deliveries = nacks, deliv
+    job.flags = flags_of_c(flags) & ~FLAG_BCAST_WILLQUEUE
+    job.nodes_delivered = tuple(nodes[i : i + NODE_ID_LEN] for i in range(0, len(nodes), 40))
+    now = now_ms()
+    if retry:
+        job.flags |= FLAG_BCAST_WILLQUEUE
+        job.qtime = now + (delay + retry) * 1000 + time_error_ms(retry)
+    else:
+        # An at-most-once job is queued once: when its DELAY ends, if that is still
+        # to come (Disque forgets it: qtime 0); never again once it may have been.
+        due = ctime // 1_000_000 + delay * 1000
+        job.qtime = due if delay and due > now and not flags & C_DELIVERED else 0
+    return job, stop
+
+
+def counted(data: bytes, pos: int, stop: int, unit: int) -> tuple[bytes, int]:
+    """A u32 count of ``unit``-byte items and the items, ending before ``stop``."""
+    if pos + 4 > stop:
+        raise SerializeError("truncated field")
+    (count,) = U32.unpack_from(data, pos)
+    pos += 4
+    size = count * unit
+    if pos + size > stop:
+        raise SerializeError("field past the end of the job")
+    return data[pos : pos + size], pos + size
+
+
+assert HEAD_LEN == 4 + ID_LEN + 28  # C's JOB_STRUCT_SER_LEN is 68
