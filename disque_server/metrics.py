@@ -235,7 +235,7 @@ class NodeCollector:
         yield GaugeMetricFamily(
             "disque_aof_rewrite_in_progress",
             "1 during an AOF rewrite",
-            value=int(bool(aof.rewrite_pid)),
+            value=int(aof.rewriting),
         )
         yield GaugeMetricFamily(
             "disque_aof_last_write_ok",

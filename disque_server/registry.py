@@ -118,6 +118,11 @@ class JobIndex:
         self.count -= 1
         return job
 
+    def part_jobs(self, key: int) -> list[Job]:
+        """The jobs of one part (an AOF rewrite walks them in order, as JSCAN)."""
+        part = self.parts[key]
+        return list(part.values()) if part is not None else []
+
     def values(self) -> Iterator[Job]:
         for part in list(self.parts):
             if part is not None:

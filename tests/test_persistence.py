@@ -7,6 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
+import hiredis
 import pytest
 import redis
 from nodes import Node, wait_for
@@ -111,6 +112,57 @@ def test_bgrewriteaof_under_load_loses_nothing(start_node):
     node.kill()
     node.start()
     assert job_ids(node) == before
+
+
+def aof_records(node: Node) -> list[list[bytes]]:
+    reader = hiredis.Reader()
+    reader.feed(aof_path(node).read_bytes())
+    records = []
+    while (record := reader.gets()) is not False:
+        records.append(record)
+    return records
+
+
+def test_a_rewrite_writes_each_job_once(start_node):
+    node = start_node(config=AOF_ALWAYS)
+    ids = {node.call("ADDJOB", "q", f"j{i}", "0") for i in range(20000)}
+    node.call("ACKJOB", *list(ids)[:100])
+    assert node.call("BGREWRITEAOF")
+    wait_for(lambda: not node.info("persistence")["aof_rewrite_in_progress"], 30, message="rewrite")
+    records = aof_records(node)
+    assert [r[0] for r in records] == [b"LOADJOB"] * (len(ids) - 100)
+    assert len({r[1][4:44] for r in records}) == len(ids) - 100  # (the ID in the head)
+
+
+def test_jobs_changed_while_the_rewrite_walks_come_back_as_they_ended(start_node):
+    """The rewrite writes the job index part by part between commands: jobs acked,
+    deleted and added while it walks (before and after their part was written)
+    are loaded back as they ended."""
+    node = start_node(config=AOF_ALWAYS)
+    with node.client() as c:
+        pipe = c.pipeline(transaction=False)
+        for i in range(100000):
+            pipe.execute_command("ADDJOB", "q", f"j{i}", "0", "RETRY", "600")
+        ids = pipe.execute()
+        acked, deleted, added = ids[::7], ids[1::7], []
+        assert c.execute_command("BGREWRITEAOF")
+        c.execute_command("ACKJOB", *acked[:1000])  # (IDs in every part of the index)
+        added.append(c.execute_command("ADDJOB", "q", "new", "0", "RETRY", "600"))
+        assert c.info("persistence")["aof_rewrite_in_progress"] == 1, "the walk ended already"
+        for i in range(1000, len(acked), 1000):
+            c.execute_command("ACKJOB", *acked[i : i + 1000])
+            added.append(c.execute_command("ADDJOB", "q", f"new{i}", "0", "RETRY", "600"))
+        for i in range(0, len(deleted), 1000):
+            c.execute_command("DELJOB", *deleted[i : i + 1000])
+        wait_for(
+            lambda: not c.info("persistence")["aof_rewrite_in_progress"], 30, message="rewrite"
+        )
+        assert c.info("persistence")["aof_last_bgrewrite_status"] == "ok"
+    expected = (set(ids) - set(acked) - set(deleted)) | set(added)
+    assert job_ids(node) == expected
+    node.kill()
+    node.start()
+    assert job_ids(node) == expected
 
 
 def test_controlled_restart_restores_queues_in_order_with_retry_zero_jobs(tmp_path, start_node):

@@ -358,7 +358,7 @@ def monitor_command(c: Client, argv: list[bytes]) -> None:
 
 def bgrewriteaof_command(c: Client, argv: list[bytes]) -> None:
     aof = c.server.aof
-    if aof.rewrite_pid:
+    if aof.rewriting:
         aof.rewrite_scheduled = True
         c.reply(b"+Background append only file rewriting scheduled\r\n")
     elif aof.start_rewrite():
