@@ -5,6 +5,7 @@ Disque), and a synchronous ADDJOB waits within its timeout for the links."""
 from __future__ import annotations
 
 import random
+import threading
 import time
 from pathlib import Path
 
@@ -127,3 +128,35 @@ def test_one_queued_copy_after_a_retry_on_a_freshly_restarted_node(start_cluster
             where = queued_on()
             assert len(where) == 1, f"try {attempt}: queued on {len(where)} nodes"
             time.sleep(0.1)
+
+
+def test_sync_repljob_is_retried_against_a_node_killed_again_at_once(start_cluster):
+    """Disque's own suite, "Sync REPLJOB messages are retried against old nodes"
+    and the test before it (#39), with its default node timeout: node 1 killed,
+    an ADDJOB REPLICATE 7 TTL 1 gets -NOREPL, node 1 restarted; then killed again
+    at once, an ADDJOB REPLICATE 7 (timeout 30 s) waits, node 1 comes back 2 s
+    later, and the job is replicated to it: the job ID, not -NOREPL at once."""
+    cluster = start_cluster(7, config={"cluster-node-timeout": "15000"})
+    first, second = cluster[0], cluster[1]
+    first.kill()
+    with pytest.raises(redis.ResponseError, match="NOREPL"):
+        second.call("ADDJOB", "q", "job", "5000", "REPLICATE", "7", "TTL", "1")
+    first.start()
+    first.kill()
+    replies: list[object] = []
+
+    def addjob() -> None:
+        with second.client(socket_timeout=40) as c:
+            try:
+                replies.append(c.execute_command("ADDJOB", "q", "job", "30000", "REPLICATE", "7"))
+            except redis.ResponseError as exc:
+                replies.append(exc)
+
+    waiting = threading.Thread(target=addjob)
+    waiting.start()
+    time.sleep(2)  # (the suite's own pause before the restart: the scenario, not a wait)
+    first.start()
+    waiting.join(40)
+    [reply] = replies
+    assert isinstance(reply, bytes) and reply.startswith(b"D-"), reply
+    assert len(holders(cluster, reply)) == 7
