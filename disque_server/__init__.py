@@ -22,7 +22,8 @@ imports, tests/unit/test_layers.py checks the calls made at run time).
 - ``collector``, ``output_limits``, ``watchdog``: what the cron runs
 - ``client``    one client connection: its requests, replies, blocking
 - ``cluster``   this node's view of the cluster: bus, replication, re-queue, GC,
-  federation
+  federation; ``cluster.clustermsg``: Disque's own binary bus message (for mixed
+  clusters; not wired in yet)
 - ``commands``  one module per command family (``addjob``, ``getjob``, ``jobs_by_id``:
   the commands naming jobs by ID, ...), above the client and the cluster: ADDJOB calls
   ``cluster.replication`` itself; ``commands.build_table``
