@@ -338,7 +338,8 @@ class AOF:
         try:
             write_all(rw.fd, b"".join(buffered))
             aof_fsync(rw.fd)
-            os.close(rw.fd)
+            fd, rw.fd = rw.fd, -1  # (closed once: a number closed twice may be reused)
+            os.close(fd)
             os.replace(rw.path, self.path)
         except OSError as exc:
             self.rewrite_failed(f"finishing: {exc}")
@@ -370,8 +371,10 @@ class AOF:
         rw, self.rewrite = self.rewrite, None
         self.rewrite_buf = None
         if rw is not None:
-            with contextlib.suppress(OSError):
-                os.close(rw.fd)
+            if rw.fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(rw.fd)
+                rw.fd = -1
             with contextlib.suppress(OSError):
                 os.unlink(rw.path)
 

@@ -78,15 +78,21 @@ def flags_of_c(flags: int) -> int:
     )
 
 
+def node_ids(job: Job) -> tuple[int, bytes]:
+    """How many node IDs the job names, and the IDs end to end (40 bytes each)."""
+    ids = job.nodes_delivered
+    joined = b"".join(ids)
+    if len(joined) != NODE_ID_LEN * len(ids):  # (never, but the count must be true)
+        ids = tuple(n for n in ids if len(n) == NODE_ID_LEN)
+        joined = b"".join(ids)
+    return len(ids), joined
+
+
 def serialize_job(job: Job, storage: bool = True) -> bytes:
     """The job as Disque's serializeJob writes it (``storage``: SER_STORAGE)."""
     queue = job.queue or b""
     body = job.body or b""
-    node_ids = job.nodes_delivered
-    nodes = b"".join(node_ids)
-    if len(nodes) != NODE_ID_LEN * len(node_ids):  # (never, but a count must be true)
-        node_ids = tuple(n for n in node_ids if len(n) == NODE_ID_LEN)
-        nodes = b"".join(node_ids)
+    count, nodes = node_ids(job)
     flags = c_flags(job.flags)
     etime = job.etime
     if not storage:
@@ -107,9 +113,7 @@ def serialize_job(job: Job, storage: bool = True) -> bytes:
         min(job.nacks, U16_MAX),
         min(job.deliveries, U16_MAX),
     )
-    return b"".join(
-        (head, queue_field(queue), U32.pack(len(body)), body, U32.pack(len(node_ids)), nodes)
-    )
+    return b"".join((head, queue_field(queue), U32.pack(len(body)), body, U32.pack(count), nodes))
 
 
 # (queue, body, node IDs lengths) -> (a Struct packing the whole record, its RESP
@@ -123,11 +127,7 @@ def loadjob_record(job: Job) -> bytes:
     serialized job and then its framing, cost a third more)."""
     queue = job.queue or b""
     body = job.body or b""
-    node_ids = job.nodes_delivered
-    nodes = b"".join(node_ids)
-    if len(nodes) != NODE_ID_LEN * len(node_ids):
-        node_ids = tuple(n for n in node_ids if len(n) == NODE_ID_LEN)
-        nodes = b"".join(node_ids)
+    count, nodes = node_ids(job)
     shape = (len(queue), len(body), len(nodes))
     known = _record_shapes.get(shape)
     if known is None:
@@ -155,7 +155,7 @@ def loadjob_record(job: Job) -> bytes:
         queue,
         len(body),
         body,
-        len(node_ids),
+        count,
         nodes,
         b"\r\n",
     )
