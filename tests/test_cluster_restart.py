@@ -160,3 +160,35 @@ def test_sync_repljob_is_retried_against_a_node_killed_again_at_once(start_clust
     [reply] = replies
     assert isinstance(reply, bytes) and reply.startswith(b"D-"), reply
     assert len(holders(cluster, reply)) == 7
+
+
+def test_a_node_restarted_and_killed_at_once_was_heard_from(start_cluster):
+    """What the suite's earlier kills leave behind: node 1 down long enough to be
+    flagged possibly failing, restarted, killed again at once. A restarted node
+    reaches its peers before its client port answers (as C Disque's first cron,
+    100 ms in), so they know it is back: the ADDJOB REPLICATE 7 that follows the
+    second kill waits for it instead of answering -NOREPL at once."""
+    cluster = start_cluster(7, config={"cluster-node-timeout": "4000"})
+    first, second = cluster[0], cluster[1]
+    first.kill()
+    wait_for(
+        lambda: cluster.flags_of(second, first) & {"pfail", "fail"}, 20, message="node 1 failing"
+    )
+    first.start()
+    first.kill()
+    replies: list[object] = []
+
+    def addjob() -> None:
+        with second.client(socket_timeout=40) as c:
+            try:
+                replies.append(c.execute_command("ADDJOB", "q", "job", "20000", "REPLICATE", "7"))
+            except redis.ResponseError as exc:
+                replies.append(exc)
+
+    waiting = threading.Thread(target=addjob)
+    waiting.start()
+    time.sleep(1)  # (node 1 stays down a while: the scenario, not a wait)
+    first.start()
+    waiting.join(40)
+    [reply] = replies
+    assert isinstance(reply, bytes) and reply.startswith(b"D-"), reply

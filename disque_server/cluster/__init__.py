@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 FORGET_BLACKLIST_MS: Final = 60_000
 RECONNECT_ON_MESSAGE_MS: Final = 100  # a node we hear from but have no link to: retry this often
+REACH_AT_START_S: Final = 0.5  # how long a starting node waits for its links to its peers
 GOSSIP_ENTRIES: Final = 10
 
 Handler = Callable[["Cluster", ClusterNode, BusLink, list[bytes]], None]
@@ -121,6 +122,7 @@ class Cluster:
         self.load_config()
         self.myself_only = (self.myself.id,)  # shared by every job created here
         self.inbound: set[BusLink] = set()
+        self.connecting_tasks: set[asyncio.Task[None]] = set()  # (kept: a task is weak)
         self.blacklist: dict[bytes, int] = {}
         self.messages_sent = 0
         self.messages_received = 0
@@ -237,6 +239,21 @@ class Cluster:
                     continue
                 raise
             self.bus_servers.append(srv)
+        await self.reach_known_nodes()
+
+    async def reach_known_nodes(self) -> None:
+        """At start, before the client port answers: connect to every node nodes.conf
+        names, which sends each a PING (a MEET). Its peers then know the node is
+        back before anyone can talk to it; waiting for the first cron tick (400 ms
+        on an idle node) let a node restarted and killed again at once stay flagged
+        failing from its earlier absence, so ADDJOB refused to count it (Disque's
+        suite, "Sync REPLJOB messages are retried against old nodes"). A peer that
+        does not answer within REACH_AT_START_S is left to the cron."""
+        for node in self.nodes.values():
+            if node is not self.myself and HANDSHAKE not in node.flags:
+                self.connect(node)
+        if self.connecting_tasks:
+            await asyncio.wait(list(self.connecting_tasks), timeout=REACH_AT_START_S)
 
     def close(self) -> None:
         for srv in self.bus_servers:
@@ -252,7 +269,9 @@ class Cluster:
             return
         node.connecting = True
         node.connect_attempt = now_ms()
-        self.server.loop.create_task(self._connect(node))
+        task = self.server.loop.create_task(self._connect(node))
+        self.connecting_tasks.add(task)
+        task.add_done_callback(self.connecting_tasks.discard)
 
     async def _connect(self, node: ClusterNode) -> None:
         try:
