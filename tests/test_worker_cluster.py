@@ -6,6 +6,7 @@ letters, RETRY 0, SIGTERM, a node killed, ``run()`` returning."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -442,18 +443,28 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path: Path, cluster3: Cluste
     sleep = next(line for line in script.splitlines() if line.startswith("sleep "))
     script = script.replace(sleep, f"{sys.executable} wait_dead.py")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run(
+    # In a session of its own: whatever happens, the worker it starts in the
+    # background dies with the test (left running, it would find a later test's node
+    # on a port its own node had, and block GETJOBs there).
+    proc = subprocess.Popen(
         ["bash", "-e", "-c", script],
         cwd=tmp_path,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
+        start_new_session=True,
     )
-    assert proc.returncode == 0, proc.stderr
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == 0, stderr
     log = (tmp_path / "worker.log").read_text()
     assert "sending mail1@example.com" in log and "sending mail200@example.com" in log
     assert log.count("Traceback") == 3  # one a failure
     assert "dead-lettered to emails:dead after 3 attempts: ValueError: no address" in log
-    [record] = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    [record] = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     assert record["body"] == "nobody" and record["attempts"] == 3
