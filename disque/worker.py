@@ -62,6 +62,7 @@ from operator import methodcaller
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from disque.client import Client
+from disque.commands import seed_addresses
 from disque.errors import BadId, ConnectionLost, DisqueError, NoJob, NoNodeAvailable
 from disque.job import Job
 from disque.locality import Locality
@@ -156,7 +157,7 @@ class Worker:
             raise ValueError("concurrency must be at least 1")
         if dead_letter_retry < 1 or dead_letter_ttl < 1:
             raise ValueError("dead_letter_retry and dead_letter_ttl must be at least 1 s")
-        Client(*nodes)  # the seeds checked now: a bad one is an error here, not in run()
+        seed_addresses(nodes)  # the seeds checked now: a bad one is an error here, not in run()
         self.nodes: tuple[str | Sequence[str], ...] = nodes
         self.concurrency = concurrency
         self.max_attempts = max_attempts

@@ -203,10 +203,7 @@ class AOF:
         data = b"".join(self.buf)
         self.buf.clear()
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(self.fd, view)
-                view = view[written:]
+            write_all(self.fd, data)
             self.current_size += len(data)
             policy = self.server.config["appendfsync"]
             if policy == "always" and not self.fsync_paused:

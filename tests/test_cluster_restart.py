@@ -130,6 +130,29 @@ def test_one_queued_copy_after_a_retry_on_a_freshly_restarted_node(start_cluster
             time.sleep(0.1)
 
 
+def addjob_across_a_restart(node: Node, down: Node, timeout_ms: str, down_s: float) -> object:
+    """ADDJOB REPLICATE 7 on ``node`` while ``down`` is killed; ``down`` started again
+    ``down_s`` later (the scenario's pause, not a wait); the reply or the error."""
+    replies: list[object] = []
+
+    def addjob() -> None:
+        with node.client(socket_timeout=40) as c:
+            try:
+                replies.append(
+                    c.execute_command("ADDJOB", "q", "job", timeout_ms, "REPLICATE", "7")
+                )
+            except redis.ResponseError as exc:
+                replies.append(exc)
+
+    waiting = threading.Thread(target=addjob)
+    waiting.start()
+    time.sleep(down_s)
+    down.start()
+    waiting.join(40)
+    [reply] = replies
+    return reply
+
+
 def test_sync_repljob_is_retried_against_a_node_killed_again_at_once(start_cluster):
     """Disque's own suite, "Sync REPLJOB messages are retried against old nodes"
     and the test before it (#39), with its default node timeout: node 1 killed,
@@ -143,21 +166,7 @@ def test_sync_repljob_is_retried_against_a_node_killed_again_at_once(start_clust
         second.call("ADDJOB", "q", "job", "5000", "REPLICATE", "7", "TTL", "1")
     first.start()
     first.kill()
-    replies: list[object] = []
-
-    def addjob() -> None:
-        with second.client(socket_timeout=40) as c:
-            try:
-                replies.append(c.execute_command("ADDJOB", "q", "job", "30000", "REPLICATE", "7"))
-            except redis.ResponseError as exc:
-                replies.append(exc)
-
-    waiting = threading.Thread(target=addjob)
-    waiting.start()
-    time.sleep(2)  # (the suite's own pause before the restart: the scenario, not a wait)
-    first.start()
-    waiting.join(40)
-    [reply] = replies
+    reply = addjob_across_a_restart(second, first, "30000", down_s=2)  # (the suite's pause)
     assert isinstance(reply, bytes) and reply.startswith(b"D-"), reply
     assert len(holders(cluster, reply)) == 7
 
@@ -176,19 +185,5 @@ def test_a_node_restarted_and_killed_at_once_was_heard_from(start_cluster):
     )
     first.start()
     first.kill()
-    replies: list[object] = []
-
-    def addjob() -> None:
-        with second.client(socket_timeout=40) as c:
-            try:
-                replies.append(c.execute_command("ADDJOB", "q", "job", "20000", "REPLICATE", "7"))
-            except redis.ResponseError as exc:
-                replies.append(exc)
-
-    waiting = threading.Thread(target=addjob)
-    waiting.start()
-    time.sleep(1)  # (node 1 stays down a while: the scenario, not a wait)
-    first.start()
-    waiting.join(40)
-    [reply] = replies
+    reply = addjob_across_a_restart(second, first, "20000", down_s=1)
     assert isinstance(reply, bytes) and reply.startswith(b"D-"), reply

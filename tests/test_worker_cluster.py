@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from nodes import ClusterOfNodes, Node, as_dict, free_port, wait_for
 from prometheus_client import CollectorRegistry
-from test_worker import BIN, addr, running
+from test_worker import BIN, addr, app_module, running, start_worker
 
 from disque import AsyncClient, Client, Job, Worker
 from disque.metrics import WorkerMetrics
@@ -339,29 +339,10 @@ def test_sigterm_past_the_grace_period_nacks_on_the_delivering_node(
     """``disque-worker`` on node 2, the job made on node 1: SIGTERM past the grace
     period NACKs the job where it was delivered, so it is queued there at once."""
     n1, n2, _ = cluster3
-    (tmp_path / "app.py").write_text(
-        textwrap.dedent(
-            f"""
-            import pathlib, time
-            from disque import Worker
-
-            worker = Worker("{addr(n2)}", fetch_timeout_ms=200)
-            mark = pathlib.Path(__file__).with_name("mark")
-
-            @worker.handler("slow")
-            def slow(job):
-                mark.write_text("started")
-                time.sleep(30)
-            """
-        )
-    )
-    [jid] = produce(n1, "slow", 1, retry=60)
-    proc = subprocess.Popen(
-        [str(BIN / "disque-worker"), "app:worker", "--grace", "0.5"],
-        cwd=tmp_path,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    app_module(tmp_path, n2)  # (its handler sleeps the job's body, in seconds)
+    with Client(addr(n1)) as client:
+        jid = client.add_job("slow", "30", retry=60)
+    proc = start_worker(tmp_path, "--grace", "0.5")
     try:
         wait_for(lambda: (tmp_path / "mark").exists(), timeout=20, message="the handler ran")
         proc.send_signal(signal.SIGTERM)
