@@ -10,6 +10,7 @@ lives in sibling modules, one per part of the README:
 - ``gc``           SETACK GOTACK DELJOB: acknowledgement garbage collection
 - ``federation``   NEEDJOBS YOURJOBS PAUSE: moving jobs to where consumers are
 - ``bus``          framing and links (jobs on the wire: ``job.job_to_fields``)
+- ``dialect``      Disque 1.0-rc1 nodes on the same bus (``clustermsg``: its format)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from disque_server import tls
 from disque_server.clock import now_ms, pick
 from disque_server.cluster import federation, gc, replication, requeue
 from disque_server.cluster.bus import BusLink
+from disque_server.cluster.dialect import C_NODE
 from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
 from disque_server.config import Config, ConfigError, atomic_write
 from disque_server.listener import as_protocol
@@ -329,9 +331,13 @@ class Cluster:
         data = b""
         for node_id in ids:
             link = self.link_to(node_id)
-            if link is not None:
-                data = data or bulk_array(self.header(mtype) + payload)
-                link.send_encoded(data)
+            if link is None:
+                continue
+            if link.speaks_c:
+                link.send(self.header(mtype) + payload)
+                continue
+            data = data or bulk_array(self.header(mtype) + payload)
+            link.send_encoded(data)
 
     def send_to_id(self, node_id: bytes, mtype: bytes, payload: list[bytes]) -> bool:
         link = self.link_to(node_id)
@@ -348,9 +354,14 @@ class Cluster:
     def broadcast(self, mtype: bytes, payload: list[bytes]) -> None:
         data = b""
         for node in self.reachable_nodes():
-            if node.link is not None:
-                data = data or bulk_array(self.header(mtype) + payload)
-                node.link.send_encoded(data)
+            link = node.link
+            if link is None:
+                continue
+            if link.speaks_c:
+                link.send(self.header(mtype) + payload)
+                continue
+            data = data or bulk_array(self.header(mtype) + payload)
+            link.send_encoded(data)
 
     # ---- receiving -----------------------------------------------------------------
     def handle_message(self, link: BusLink, msg: list[bytes]) -> None:
@@ -368,6 +379,8 @@ class Cluster:
             node = self.unknown_sender(link, mtype, sender_id, sender_port)
             if node is None:
                 return
+        if node.kind != link.peer_kind:
+            self.learn_kind(node, link.peer_kind)
         now = now_ms()
         node.last_seen = now
         if node.link is None and now - node.connect_attempt >= RECONNECT_ON_MESSAGE_MS:
@@ -396,6 +409,25 @@ class Cluster:
                     sender_id[:8].decode(errors="replace"),
                     exc,
                 )
+
+    def learn_kind(self, node: ClusterNode, kind: int) -> None:
+        """A message tells which bus its sender speaks (dialect.py): our link to it
+        writes that from now on. A RESP link to a Disque node (a node rolled back
+        on its directory) cannot switch: it is closed, the next one speaks C."""
+        node.kind = kind
+        link = node.link
+        if kind == C_NODE:
+            self.server.log.notice(
+                "Node %s speaks Disque 1.0-rc1's cluster bus", node.id[:8].decode()
+            )
+            if link is not None:
+                if link.speaks_c:
+                    link.mark = b""
+                else:
+                    link.close()
+                    node.link = None
+        elif link is not None:
+            link.speaks_c = False
 
     def unknown_sender(
         self, link: BusLink, mtype: bytes, sender_id: bytes, sender_port: bytes

@@ -35,6 +35,12 @@ link is worthless on another: a node cannot be used as an oracle by
 reflecting or relaying its own challenges. Until a peer has proven itself,
 nothing it sends is processed (anything but CHALLENGE/AUTH closes the link)
 and nothing but our own proof is sent to it.
+
+Disque 1.0-rc1's nodes speak the binary ``clusterMsg`` instead: a link reads
+it when it starts with ``D`` (its signature, "DbuZ"), and writes it to a
+peer not known to be ours. ``dialect.py`` says how a link learns which and
+translates; nothing of this changes what two nodes of ours say to each
+other once they have heard from each other.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ import hmac
 import os
 from typing import TYPE_CHECKING, Final, cast
 
+from disque_server.cluster import clustermsg, dialect
+from disque_server.cluster.dialect import C_NODE, OURS
 from disque_server.request_reader import RequestError, RequestReader
 from disque_server.resp import bulk_array
 
@@ -92,6 +100,15 @@ class BusLink:
         self.flush_scheduled = False
         self.batch_type = b""  # the message send_batched is filling
         self.batch: list[bytes] = []
+        # Disque's clusterMsg (dialect.py): written to a peer not known to be ours
+        # (with dialect.MARK to one not known at all); read while c_input is set.
+        compatible = dialect.compatible(cluster.server.config)
+        kind = node.kind if node is not None else OURS
+        self.speaks_c = compatible and kind != OURS
+        self.mark = b"" if kind == C_NODE else dialect.MARK
+        self.c_input: bytearray | None = None
+        self.heard = False  # anything read on this link yet
+        self.peer_kind = OURS  # what the last message read says its sender is
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's does not subclass asyncio.Transport: no isinstance).
@@ -113,21 +130,30 @@ class BusLink:
         self.cluster.inbound.discard(self)
         if self.node is not None and self.node.link is self:
             self.node.link = None
+            if not self.heard and self.node.kind == OURS:
+                # Closed before a word: maybe a Disque node now, refusing our RESP
+                # (a rolled-back node); the next link asks in clusterMsg.
+                self.node.kind = dialect.UNKNOWN
 
     def data_received(self, data: bytes) -> None:
         """Handle the complete messages read so far. The reader (request_reader.py,
         as for clients) looks at every array header before hiredis reads it: messages
         are flat arrays of bulk strings, at most MAX_MESSAGE_PARTS of them."""
+        if not self.heard:
+            self.heard = True
+            if data[:1] == b"D" and dialect.compatible(self.cluster.server.config):
+                self.c_input = bytearray()
+        if self.c_input is not None:
+            data = self.read_clustermsgs(data)
+            if not data:
+                return
         messages = self.messages
         messages.feed(data)
         while not self.closed:
             try:
                 msg = messages.next_request()
             except RequestError as exc:
-                self.cluster.server.log.verbose(
-                    "Bus protocol error from %s (%s): closing", self.peer_ip, exc
-                )
-                self.close()
+                self.protocol_error(exc)
                 return
             if msg is None:
                 return
@@ -143,6 +169,59 @@ class BusLink:
                 self.close()
                 return
             self.cluster.handle_message(self, msg)
+
+    def read_clustermsgs(self, data: bytes) -> bytes:
+        """Handle the whole clusterMsg messages read so far; what follows a switch
+        to RESP (a byte other than "D" where a message starts) is returned."""
+        buf = self.c_input
+        assert buf is not None
+        buf += data
+        pos = 0
+        rest = b""
+        while not self.closed:
+            if pos < len(buf) and buf[pos] != 0x44:  # not "D": RESP from here on
+                rest = bytes(buf[pos:])
+                self.c_input = None
+                self.peer_kind = OURS
+                break
+            try:
+                length = clustermsg.message_length(bytes(buf[pos : pos + 8]))
+            except clustermsg.MessageError as exc:
+                self.protocol_error(exc)
+                return b""
+            if length == 0 or length > BUS_BUFFER_LIMIT or len(buf) - pos < length:
+                if length > BUS_BUFFER_LIMIT:
+                    self.protocol_error(clustermsg.MessageError("message too long"))
+                break
+            start = pos
+            pos += length
+            self.on_clustermsg(bytes(buf[start:pos]))
+        del buf[:pos]
+        return rest
+
+    def on_clustermsg(self, data: bytes) -> None:
+        try:
+            msg = clustermsg.decode(data)
+        except clustermsg.MessageError as exc:
+            # As Disque's clusterProcessPacket: a message that does not match its
+            # layout is skipped, the link kept.
+            self.cluster.server.log.verbose("Bad bus message from %s: %s", self.peer_ip, exc)
+            return
+        parts = dialect.to_ours(msg)
+        if parts is None:
+            return
+        self.peer_kind = OURS if msg.mark else C_NODE
+        if self.node is None:  # our replies on this link go in what it reads
+            self.speaks_c = self.peer_kind == C_NODE
+            self.mark = b""
+        if len(parts) >= 4:
+            self.cluster.handle_message(self, parts)
+
+    def protocol_error(self, exc: Exception) -> None:
+        self.cluster.server.log.verbose(
+            "Bus protocol error from %s (%s): closing", self.peer_ip, exc
+        )
+        self.close()
 
     def on_auth_message(self, kind: bytes, value: bytes) -> None:
         if not self.password:
@@ -177,7 +256,20 @@ class BusLink:
         self.flush()
 
     def send(self, parts: list[bytes]) -> None:
-        self.send_encoded(bulk_array(parts))
+        if self.speaks_c:
+            self.send_clustermsgs(parts)
+        else:
+            self.send_encoded(bulk_array(parts))
+
+    def send_clustermsgs(self, parts: list[bytes]) -> None:
+        """Our message as Disque's (none, one, or one per job: dialect.py)."""
+        if self.transport is not None and not self.closed and not self.transport.is_closing():
+            if self.batch:
+                self.close_batch()
+            messages = dialect.to_clustermsgs(parts, self.mark)
+            self.out += messages
+            self.cluster.messages_sent += len(messages)
+            self.schedule_flush()
 
     def send_encoded(self, data: bytes) -> None:
         """Send a message encoded already (one encoding for all the nodes it goes to)."""
@@ -192,6 +284,9 @@ class BusLink:
         """Add one item (a job ID, or an ID and its value) to a message of many, as
         ``GOTJOB id id ...``: what a node says of many jobs in one event-loop pass goes
         in one message, handled once by the receiver."""
+        if self.speaks_c:
+            self.send_clustermsgs(self.cluster.header(mtype) + list(item))
+            return
         if self.transport is not None and not self.closed and not self.transport.is_closing():
             if mtype != self.batch_type:
                 self.close_batch()

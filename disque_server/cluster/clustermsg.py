@@ -1,14 +1,17 @@
 """Disque 1.0-rc1's cluster bus message, ``clusterMsg`` (cluster.h), as bytes and back.
 
-The first brick of mixed clusters (C nodes and ours on one bus, #39): sans-IO,
-no sockets and no cluster state, so it is tested against a live C node and
-against itself. Not wired into the node yet: our nodes still speak the RESP
-framing of ``bus.py`` to each other.
+Mixed clusters (C nodes and ours on one bus): sans-IO, no sockets and no
+cluster state, so it is tested against a live C node and against itself.
+``dialect.py`` translates these messages to ours and back; ``bus.py`` reads
+and writes them on links to C nodes.
 
 A message is a 144-byte header, integers in network byte order::
 
     sig "DbuZ"  totlen u32  ver u16 (1)  notused u16  type u16  count u16
     sender[40]  myip[46]  notused[34]  port u16  flags u16  state u8  mflags[3]
+
+(Disque zeroes ``notused``; our nodes put ``mark`` there, which tells another
+node of ours that the sender reads our own framing too.)
 
 then the data of its type:
 
@@ -133,6 +136,7 @@ class Message:
     job_id: bytes = b""
     aux: int = 0  # the job ID types' aux, NEEDJOBS' count, PAUSE's flags
     queue: bytes = b""  # NEEDJOBS, PAUSE
+    mark: bytes = b""  # in the header's unused bytes: b"" from Disque, dialect.MARK from ours
 
 
 def padded(value: bytes, size: int) -> bytes:
@@ -182,7 +186,7 @@ def encode(msg: Message) -> bytes:
         count,
         padded(msg.sender, NAME_LEN),
         b"",
-        b"",
+        msg.mark,
         msg.port,
         msg.flags,
         msg.state,
@@ -208,7 +212,7 @@ def decode(buf: bytes) -> Message:
     """One whole message (``buf`` holds exactly it), with Disque's length checks."""
     if len(buf) < HEADER_LEN:
         raise MessageError("shorter than a header")
-    (sig, totlen, ver, _, mtype, count, sender, _ip, _, port, flags, state, mflags) = (
+    (sig, totlen, ver, _, mtype, count, sender, _ip, mark, port, flags, state, mflags) = (
         HEADER.unpack_from(buf)
     )
     if sig != SIG:
@@ -218,6 +222,8 @@ def decode(buf: bytes) -> Message:
     if totlen != len(buf):
         raise MessageError(f"totlen {totlen} but {len(buf)} bytes")
     msg = Message(mtype, sender, port, flags, state, mflags[0])
+    if mark[0]:
+        msg.mark = unpadded(mark)
     data = memoryview(buf)[HEADER_LEN:]
     if mtype in GOSSIP_TYPES:
         expect(len(data) == GOSSIP_LEN * count, mtype, totlen)

@@ -30,6 +30,7 @@ class ClusterNode:
         "fail_reports",
         "ctime",
         "connect_attempt",
+        "kind",
     )
 
     def __init__(self, node_id: bytes, ip: str = "", port: int = 0, cport: int = 0) -> None:
@@ -47,6 +48,7 @@ class ClusterNode:
         self.connect_attempt = 0
         self.fail_reports: dict[bytes, int] = {}  # reporter id -> ms
         self.ctime = 0
+        self.kind = 0  # which bus it speaks: dialect.UNKNOWN, C_NODE or OURS
 
     @property
     def failing(self) -> bool:

@@ -1,0 +1,194 @@
+"""Which bus a peer speaks, and our messages as Disque 1.0-rc1's ``clusterMsg`` and back.
+
+A mixed cluster (C Disque nodes and ours, as during a rolling upgrade) runs
+on two wire formats. Our nodes frame messages as RESP arrays (``bus.py``);
+Disque's bus is the binary ``clusterMsg`` (``clustermsg.py``). A node of ours
+reads both on any link (by the first byte of each message: ``D`` or ``*``)
+and writes to each peer in the format it reads:
+
+- ``C_NODE``: a Disque node, written to in ``clusterMsg`` only;
+- ``OURS``: a node of ours, written to in RESP;
+- ``UNKNOWN``: not heard from yet: written to in ``clusterMsg`` carrying
+  ``MARK`` in the header's unused bytes. Disque reads such a message as its
+  own (it zeroes and ignores those bytes); a node of ours sees the mark and
+  answers in RESP, and the link switches to RESP for good.
+
+A link only ever switches from ``clusterMsg`` to RESP, never back: a
+reader that has seen RESP on a link reads RESP from then on.
+
+Everything else the handlers see is our message: ``to_ours`` turns a
+``clusterMsg`` into the parts of ours (``[TYPE, sender-id, port, flags,
+payload ...]``), ``to_clustermsgs`` turns ours into what a Disque node
+reads. What Disque has no room for is not sent to it: POSTPONE (``NACK ...
+DELAY``), gossip about nodes whose bus port is not port + 10000, our TLS port
+and announced address; a message about many jobs becomes one per job (its
+REPLJOB takes exactly one). With ``cluster-password`` or ``tls-cluster`` no
+Disque node can join anyway: the bus is RESP only (``compatible``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from disque_server.cluster import clustermsg
+from disque_server.cluster.clustermsg import Gossip, Message
+from disque_server.config import Config
+from disque_server.job import ACTIVE, FIELDS, job_from_fields, job_to_fields
+from disque_server.serialize import SerializeError, deserialize_job, serialize_job
+
+UNKNOWN: Final = 0
+C_NODE: Final = 1
+OURS: Final = 2
+
+MARK: Final = b"disque-python/1"
+
+NACK: Final = b"nack"  # QUEUED's counter (requeue.py): the INCR flags of Disque's
+DELIVERY: Final = b"deliv"
+NOCOUNT: Final = b"-"
+QUEUED_FLAGS: Final = {NACK: clustermsg.INCR_NACKS, DELIVERY: clustermsg.INCR_DELIV}
+
+TYPE_OF: Final = {name: code for code, name in clustermsg.TYPE_NAMES.items()}
+ID_AND_VALUE: Final = frozenset((b"SETACK", b"GOTACK", b"ENQUEUE"))  # [id, value] pairs
+IDS_ONLY: Final = frozenset((b"GOTJOB", b"WORKING", b"DELJOB", b"WILLQUEUE"))
+
+FLAG_NAMES: Final = (
+    (clustermsg.NODE_PFAIL, b"pfail"),
+    (clustermsg.NODE_FAIL, b"fail"),
+    (clustermsg.NODE_LEAVING, b"leaving"),
+)
+
+
+def compatible(config: Config) -> bool:
+    """Whether Disque nodes can be on this node's bus: not with a bus password or
+    TLS on the bus, which Disque does not have."""
+    return not config["cluster-password"] and not config["tls-cluster"]
+
+
+# ---- clusterMsg -> ours ----------------------------------------------------------------
+
+
+def to_ours(msg: Message) -> list[bytes] | None:
+    """The message as the parts our handlers take, or None when it says nothing to
+    us (a type ours has no handler for, or jobs that do not deserialize)."""
+    name = clustermsg.TYPE_NAMES.get(msg.type)
+    if name is None:
+        return None
+    leaving = b"leaving" if msg.flags & clustermsg.NODE_LEAVING else b"-"
+    parts = [name, clustermsg.unpadded(msg.sender), b"%d" % msg.port, leaving]
+    mtype = msg.type
+    if mtype in clustermsg.GOSSIP_TYPES:
+        for g in msg.gossip:
+            if not g.flags & (clustermsg.NODE_HANDSHAKE | clustermsg.NODE_NOADDR):
+                parts += [g.name, g.ip.encode(), b"%d" % g.port, flag_names(g.flags)]
+        parts.append(b"0")  # no TLS port
+    elif mtype == clustermsg.FAIL:
+        parts.append(msg.about)
+    elif mtype in clustermsg.JOBS_TYPES:
+        for data in msg.jobs:
+            try:
+                job, _ = deserialize_job(data, storage=False)
+            except SerializeError:
+                return None
+            parts += job_to_fields(job)
+    elif mtype in clustermsg.JOB_ID_TYPES:
+        parts.append(msg.job_id)
+        if name == b"QUEUED":
+            parts.append(queued_count(msg.mflags))
+        elif name == b"GOTACK":
+            parts.append(b"1" if msg.aux else b"0")
+        elif name in ID_AND_VALUE:
+            parts.append(b"%d" % msg.aux)
+    else:  # NEEDJOBS, PAUSE
+        parts += [msg.queue, b"%d" % msg.aux]
+    return parts
+
+
+def flag_names(flags: int) -> bytes:
+    """Disque's node flags as our gossip's ("pfail,leaving", or "-")."""
+    return b",".join(name for bit, name in FLAG_NAMES if flags & bit) or b"-"
+
+
+def queued_count(mflags: int) -> bytes:
+    if mflags & clustermsg.INCR_NACKS:
+        return NACK
+    if mflags & clustermsg.INCR_DELIV:
+        return DELIVERY
+    return NOCOUNT
+
+
+# ---- ours -> clusterMsg -----------------------------------------------------------------
+
+
+def to_clustermsgs(parts: list[bytes], mark: bytes) -> list[bytes]:
+    """Our message as what a Disque node reads: none, one or (one per job) many
+    ``clusterMsg``. ``mark``: MARK toward a node not known yet, b"" toward Disque."""
+    name, sender, port, sender_flags = parts[0], parts[1], parts[2], parts[3]
+    mtype = TYPE_OF.get(name)
+    if mtype is None:
+        return []  # ours only (POSTPONE)
+    flags = clustermsg.NODE_MYSELF
+    if sender_flags == b"leaving":
+        flags |= clustermsg.NODE_LEAVING
+    payload = parts[4:]
+    msg = Message(mtype, sender, int(port), flags, mark=mark)
+    encode = clustermsg.encode
+    if mtype in clustermsg.GOSSIP_TYPES:
+        msg.gossip = gossip_entries(payload)
+        return [encode(msg)]
+    if mtype == clustermsg.FAIL:
+        msg.about = payload[0]
+        return [encode(msg)]
+    if mtype in clustermsg.JOBS_TYPES:
+        jobs = serialized_jobs(payload)
+        if mtype == clustermsg.YOURJOBS:
+            msg.jobs = jobs
+            return [encode(msg)] if jobs else []  # (no "nothing for you" YOURJOBS)
+        out = []
+        for job in jobs:  # Disque's REPLJOB takes exactly one job
+            msg.jobs = [job]
+            out.append(encode(msg))
+        return out
+    if mtype in clustermsg.QUEUE_TYPES:
+        msg.queue, msg.aux = payload[0], int(payload[1])
+        return [encode(msg)]
+    msg.job_id = payload[0]
+    if name == b"QUEUED":
+        count = payload[1] if len(payload) > 1 else NOCOUNT
+        msg.mflags = QUEUED_FLAGS.get(count, 0)
+        return [encode(msg)]
+    out = []
+    if name in IDS_ONLY:
+        for jid in payload:
+            msg.job_id = jid
+            out.append(encode(msg))
+        return out
+    for i in range(0, len(payload), 2):  # SETACK, GOTACK, ENQUEUE: (ID, number) pairs
+        msg.job_id = payload[i]
+        msg.aux = int(payload[i + 1]) if i + 1 < len(payload) else 0
+        out.append(encode(msg))
+    return out
+
+
+def gossip_entries(payload: list[bytes]) -> list[Gossip]:
+    """Our gossip's (id, ip, port, flags) entries Disque can use: not those whose
+    bus port is not port + 10000 ("port@busport"), which it would not reach."""
+    entries = []
+    for i in range(0, len(payload) - 3, 4):
+        node_id, ip, port, names = payload[i : i + 4]
+        if not port.isdigit():
+            continue
+        flags = 0
+        for bit, flag in FLAG_NAMES:
+            if flag in names.split(b","):
+                flags |= bit
+        entries.append(Gossip(node_id, ip.decode(), int(port), flags))
+    return entries
+
+
+def serialized_jobs(payload: list[bytes]) -> list[bytes]:
+    jobs = []
+    for i in range(0, len(payload) - FIELDS + 1, FIELDS):
+        job = job_from_fields(payload[i : i + FIELDS], ACTIVE)
+        if job is not None:
+            jobs.append(serialize_job(job, storage=False))
+    return jobs
