@@ -283,7 +283,8 @@ def parse_nodes(text: str) -> list[ViewEntry]:
                 id=fields[0],
                 host=host.strip("[]"),
                 port=int(port) if port.isdigit() else 0,
-                flags=set(fields[2].split(",")),
+                # C Disque writes PFAIL as "fail?", ours as "pfail"
+                flags={"pfail" if f == "fail?" else f for f in fields[2].split(",")},
                 link=fields[5] if len(fields) > 5 else "connected",
                 bus_port=int(bus) if bus.isdigit() else 0,
             )

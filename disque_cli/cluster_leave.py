@@ -7,7 +7,9 @@
     2. Wait for INFO registered_jobs to reach 0 (a progress bar on a terminal).
        Its queued jobs move only when consumers connected to *other* nodes
        ask for jobs of those queues (federation), and its other jobs go away
-       when acknowledged: nothing moves without consumers.
+       when acknowledged: nothing moves without consumers. Acknowledged jobs
+       whose garbage collection waits only on nodes that left before (Disque
+       keeps waiting for them until the TTL) do not hold the removal up.
     3. CLUSTER FORGET <id> on every other node.
     4. With --shutdown, SHUTDOWN the node.
 
@@ -48,6 +50,7 @@ from disque_cli.replies import ErrorReply
 USAGE = "leave host:port [--yes] [--shutdown] [--timeout SECS]"
 POLL = 0.2  # seconds between INFO polls while draining
 STALL_AFTER = 5.0  # seconds without progress before explaining why
+ORPHAN_CHECK_MAX = 10_000  # jobs left: at most this many are looked at one by one
 PLAIN_EVERY = 1.0  # at most one progress line per second in a pipe
 RATE_WINDOW = 5.0  # seconds of history for the jobs/s rate
 SEEN_LEAVING_WAIT = 5.0  # seconds to wait for the others to see the leaving flag
@@ -107,6 +110,7 @@ class Leave:
         self.others = members[1:]
         self.results = [Result(self.target, "leaving")] + [Result(m, "other") for m in self.others]
         self.target_gone = False
+        self.orphan_acks = 0  # acknowledged jobs waiting only on departed nodes
 
     @property
     def mine(self) -> Result:
@@ -268,11 +272,21 @@ class Leave:
                     break
                 if watcher.stalled_for() >= STALL_AFTER and not watcher.explained:
                     watcher.explained = True
+                    if self.only_orphan_acks(remaining):
+                        break
                     progress.note(self.stall_message(remaining, watcher.stalled_for()))
                 if timeout is not None and watcher.elapsed() >= timeout:
                     break
         if remaining is None:
             return self.lost(watcher.remaining)
+        if remaining and watcher.explained and self.orphan_acks == remaining:
+            out.ok(
+                f"Drained: {plural(watcher.total - remaining, 'job')} left {target.label}; "
+                f"{plural(remaining, 'acknowledged job')} stay, their garbage collection "
+                "waiting for nodes no longer in the cluster: nothing left to deliver."
+            )
+            self.mine.ok(f"drained ({remaining} orphan ACKs)")
+            return True
         if remaining == 0:
             out.ok(
                 f"Drained: {plural(watcher.total, 'job')} left {target.label} in "
@@ -313,6 +327,40 @@ class Leave:
         self.out.line("    Going on: the other nodes still have to forget it.")
         self.mine.fail(f"went away while draining: {self.target.error}")
         return None
+
+    def only_orphan_acks(self, remaining: int) -> bool:
+        """Whether every job left is acknowledged and waits, for its garbage
+        collection, only on nodes the cluster no longer has (forgotten after
+        they left: Disque keeps waiting for them until the job's TTL). Such a
+        job is nothing to deliver: the node can go. Checked once, on a stall,
+        and only for a few jobs (JSCAN REPLY all)."""
+        if remaining > ORPHAN_CHECK_MAX:
+            return False
+        try:
+            members = {entry.id for entry in _view(self.target)}
+            cursor: Any = b"0"
+            count = 0
+            while True:
+                reply = self.target.call("JSCAN", cursor, "COUNT", 1000, "REPLY", "all")
+                if not isinstance(reply, list) or len(reply) != 2:
+                    return False
+                cursor, jobs = reply
+                for job in jobs or []:
+                    fields = dict(zip(job[::2], job[1::2], strict=False))
+                    if fields.get(b"state") != b"acked":
+                        return False
+                    waiting = set(fields.get(b"nodes-delivered") or []) - set(
+                        fields.get(b"nodes-confirmed") or []
+                    )
+                    if any(bytes(n).decode() in members for n in waiting):
+                        return False
+                    count += 1
+                if cursor in (b"0", 0):
+                    break
+        except (NodeDown, TypeError, ValueError):
+            return False
+        self.orphan_acks = count
+        return count == remaining
 
     def stall_message(self, remaining: int, stalled: float) -> str:
         queued = self.queued_jobs()

@@ -80,7 +80,9 @@ def parse_cluster_nodes(reply: bytes | str) -> list[ClusterNodeLine]:
         fields = line.split()
         if len(fields) < 3:
             continue
-        flags = frozenset(f for f in fields[2].split(",") if f and f != "noflags")
+        flags = frozenset(  # C Disque writes PFAIL as "fail?", ours as "pfail"
+            "pfail" if f == "fail?" else f for f in fields[2].split(",") if f and f != "noflags"
+        )
         address = fields[1].partition("@")[0]  # ip:port[@busport]
         lines.append(
             ClusterNodeLine(fields[0], address, flags, fields[5] if len(fields) > 5 else "")

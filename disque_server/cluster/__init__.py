@@ -744,9 +744,12 @@ class Cluster:
             if HANDSHAKE not in n.flags
         ]
 
-    def node_flags(self, node: ClusterNode) -> str:
+    def node_flags(self, node: ClusterNode, for_config: bool = False) -> str:
+        """CLUSTER NODES' flags; in nodes.conf PFAIL is "fail?", as Disque writes it
+        and reads it (a node rolled back to Disque on its directory must not stop
+        at an unknown flag)."""
         flags: list[str] = [
-            f
+            ("fail?" if for_config and f == PFAIL else f)
             for f in (MYSELF, PFAIL, FAIL, LEAVING, HANDSHAKE)
             if f in node.flags or (f == LEAVING and node is self.myself and self.leaving)
         ]
@@ -761,7 +764,7 @@ class Cluster:
                 continue
             link = "connected" if n is self.myself or n.link else "disconnected"
             lines.append(
-                f"{n.id.decode()} {n.address} {self.node_flags(n)} "
+                f"{n.id.decode()} {n.address} {self.node_flags(n, for_config)} "
                 f"{n.ping_sent} {n.pong_received} {link}"
             )
         return "\n".join(lines) + "\n"
