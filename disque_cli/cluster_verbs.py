@@ -40,12 +40,25 @@ NODE_COLUMNS = (
     Column("flags", "Flags"),
     Column("jobs", "Jobs", numeric=True),
     Column("queues", "Queues", numeric=True),
+    Column("server", "Server"),
 )
 
 
+def server_kind(member: Member) -> str:
+    """Which server answers: "C" (Disque 1.0-rc1's disque-server: its build ID is 16
+    hex digits) or "python" (ours: the interpreter and build, such as
+    "cpython-3.11.7-mypyc"); during a rolling upgrade the cluster has both."""
+    build = member.info.get("disque_build_id", "")
+    if not build:
+        return "?"
+    if len(build) == 16 and all(c in "0123456789abcdef" for c in build):
+        return "C"
+    return "python"
+
+
 def node_row(member: Member, observer: Member | None = None) -> dict[str, Any]:
-    """id, address, flags, jobs, queues: the flags as `observer` sees the node (the
-    node's own flags, such as leaving, included)."""
+    """id, address, flags, jobs, queues, server: the flags as `observer` sees the node
+    (the node's own flags, such as leaving, included)."""
     flags: set[str] = set()
     own = member.myself() if member.up else None
     if own is not None:
@@ -61,6 +74,7 @@ def node_row(member: Member, observer: Member | None = None) -> dict[str, Any]:
         "flags": ",".join(sorted(flags)) or "-",
         "jobs": member.number("registered_jobs") if member.up else None,
         "queues": member.number("registered_queues") if member.up else None,
+        "server": server_kind(member) if member.up else None,
         "error": member.error,
     }
     return row

@@ -9,9 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 from conformance import Conn
-from nodes import ClusterOfNodes, Node, ReferenceNode, free_port, tls_config, wait_for
+from nodes import (
+    ClusterOfNodes,
+    Node,
+    ReferenceNode,
+    free_port,
+    replicates_to_all,
+    tls_config,
+    wait_for,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -115,16 +122,6 @@ def c_cluster3(tmp_path: Path, reference_binary: str) -> Iterator[ClusterOfNodes
         for node in cluster:  # C Disque updates the nodes it replicates to in its cron
             wait_for(lambda n=node: replicates_to_all(n, 3), message=f"{node} replicates")
         yield cluster
-
-
-def replicates_to_all(node: Node, n: int) -> bool:
-    """An ADDJOB REPLICATE n on ``node`` is taken (the probe job acknowledged)."""
-    try:
-        jid = node.call("ADDJOB", "cluster-ready-probe", "x", "0", "REPLICATE", str(n), "ASYNC")
-    except redis.ResponseError:
-        return False
-    node.call("ACKJOB", jid)
-    return True
 
 
 @pytest.fixture(params=["ours", "C"])

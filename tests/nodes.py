@@ -220,3 +220,13 @@ class ClusterOfNodes:
             if fields[1].endswith(f":{target.port}"):
                 return set(fields[2].split(","))
         return set()
+
+
+def replicates_to_all(node: Node, n: int) -> bool:
+    """An ADDJOB REPLICATE n on ``node`` is taken (the probe job acknowledged)."""
+    try:
+        jid = node.call("ADDJOB", "cluster-ready-probe", "x", "0", "REPLICATE", str(n), "ASYNC")
+    except redis.ResponseError:
+        return False
+    node.call("ACKJOB", jid)
+    return True

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import replicates_to_all
-from nodes import ClusterOfNodes, Node, ReferenceNode, as_dict, wait_for
+from nodes import ClusterOfNodes, Node, ReferenceNode, as_dict, replicates_to_all, wait_for
 
 TIMEOUT = {"cluster-node-timeout": "1500"}
 

@@ -26,8 +26,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import replicates_to_all
-from nodes import ClusterOfNodes, Node, ReferenceNode, wait_for
+from nodes import ClusterOfNodes, Node, ReferenceNode, replicates_to_all, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = {"cluster-node-timeout": "1500", "appendonly": "yes"}
@@ -133,13 +132,21 @@ def cluster_check(node: Node) -> dict:
     return report
 
 
-def healthy_mesh(cluster: ClusterOfNodes, nodes: list[Node]) -> None:
+def healthy_mesh(cluster: ClusterOfNodes, nodes: list[Node]) -> list[str]:
     """A full mesh of ``nodes`` where each takes ADDJOB REPLICATE 2 and
-    --cluster check finds nothing wrong."""
+    --cluster check finds nothing wrong: the servers its table shows, by port."""
     cluster.wait_full_mesh(nodes=nodes)
     for node in nodes:
         wait_for(lambda n=node: replicates_to_all(n, 2), message=f"{node} replicates")
-    wait_for(lambda: not problems(cluster_check(nodes[0])), message="a clean check")
+    report: dict = {}
+
+    def clean() -> bool:
+        report.update(cluster_check(nodes[0]))
+        return not problems(report)
+
+    wait_for(clean, message="a clean check")
+    servers = {row["address"]: row["server"] for row in report["nodes"]}
+    return [servers[f"127.0.0.1:{node.port}"] for node in nodes]
 
 
 def problems(report: dict) -> list[str]:
@@ -206,7 +213,8 @@ def test_a_c_disque_cluster_upgraded_node_by_node_under_load_loses_no_job(
                 nodes[i] = upgraded(nodes[i])
                 assert all(nodes[i].call("SHOW", jid) is not None for jid in held)
                 backlog += held
-                healthy_mesh(cluster, nodes)
+                servers = healthy_mesh(cluster, nodes)
+                assert servers == ["python"] * (i + 1) + ["C"] * (2 - i)
                 wait_delivered(traffic, 50)
             assert cluster.node_ids() == ids_before  # each kept its ID (nodes.conf)
             assert not any(isinstance(n, ReferenceNode) for n in nodes)
@@ -215,7 +223,7 @@ def test_a_c_disque_cluster_upgraded_node_by_node_under_load_loses_no_job(
             nodes[0] = rolled_back(nodes[0], reference_binary)
             assert all(nodes[0].call("SHOW", jid) is not None for jid in held)
             backlog += held
-            healthy_mesh(cluster, nodes)
+            assert healthy_mesh(cluster, nodes) == ["C", "python", "python"]
             wait_delivered(traffic, 50)
             drain(nodes, QUEUE_BACKLOG, set(backlog))
             traffic.stop_producing()

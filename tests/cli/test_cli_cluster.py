@@ -80,9 +80,9 @@ def test_create_meets_every_node_and_waits_for_the_mesh(start_cluster, run_cli) 
     rows = table_rows(result.out)
     assert set(rows) == {addr(n) for n in cluster}
     for n in cluster:
-        short_id, _address, flags, jobs, queues = rows[addr(n)]
+        short_id, _address, flags, jobs, queues, server = rows[addr(n)]
         assert node_id(n).startswith(short_id) and len(short_id) == 8
-        assert (flags, jobs, queues) == ("-", "0", "0")
+        assert (flags, jobs, queues, server) == ("-", "0", "0", "python")
     assert "[OK] All 3 nodes know and reach each other." in result.out
     # Again on a complete cluster: nothing to meet, same answer.
     assert run_cli("--cluster", "create", *(addr(n) for n in cluster)).returncode == 0
