@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 from disque_server import tls
 from disque_server.clock import now_ms, pick
-from disque_server.cluster import federation, gc, replication, requeue
+from disque_server.cluster import dialect, federation, gc, replication, requeue
 from disque_server.cluster.bus import BusLink
 from disque_server.cluster.dialect import C_NODE
 from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
@@ -322,10 +322,19 @@ class Cluster:
             node.link.send_batched(mtype, *item)
 
     def send_batched_to_ids(self, ids: Iterable[bytes], mtype: bytes, *item: bytes) -> None:
+        c_messages: list[bytes] = []  # what C nodes read, encoded for the first of them
+        c_mark = b""
         for node_id in ids:
             link = self.link_to(node_id)
-            if link is not None:
+            if link is None:
+                continue
+            if not link.speaks_c:
                 link.send_batched(mtype, *item)
+                continue
+            if not c_messages or link.mark != c_mark:
+                c_messages = dialect.to_clustermsgs(self.header(mtype) + list(item), link.mark)
+                c_mark = link.mark
+            link.send_clustermsgs_encoded(c_messages)
 
     def send_to_ids(self, ids: Iterable[bytes], mtype: bytes, payload: list[bytes]) -> None:
         data = b""

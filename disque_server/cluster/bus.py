@@ -52,6 +52,7 @@ import os
 from typing import TYPE_CHECKING, Final, cast
 
 from disque_server.cluster import clustermsg, dialect
+from disque_server.cluster.clustermsg import Message
 from disque_server.cluster.dialect import C_NODE, OURS
 from disque_server.request_reader import RequestError, RequestReader
 from disque_server.resp import bulk_array
@@ -172,12 +173,20 @@ class BusLink:
 
     def read_clustermsgs(self, data: bytes) -> bytes:
         """Handle the whole clusterMsg messages read so far; what follows a switch
-        to RESP (a byte other than "D" where a message starts) is returned."""
+        to RESP (a byte other than "D" where a message starts) is returned.
+
+        Disque says one job per message: a run of REPLJOB (or GOTJOB, SETACK, ...)
+        of one sender in one read is handled as one message of many jobs, as
+        ours send them (the handlers take many; a message each was most of the
+        cost of a job replicated from a C node)."""
         buf = self.c_input
         assert buf is not None
         buf += data
         pos = 0
         rest = b""
+        first: Message | None = None  # the run's first message, and the run as ours
+        run: list[bytes] = []
+        run_key = b""
         while not self.closed:
             if pos < len(buf) and buf[pos] != 0x44:  # not "D": RESP from here on
                 rest = bytes(buf[pos:])
@@ -195,27 +204,37 @@ class BusLink:
                 break
             start = pos
             pos += length
-            self.on_clustermsg(bytes(buf[start:pos]))
+            msg = self.decoded(bytes(buf[start:pos]))
+            parts = dialect.to_ours(msg) if msg is not None else None
+            if msg is None or parts is None:
+                continue
+            key = dialect.run_key(msg)
+            if first is not None and key and key == run_key:
+                run += parts[4:]
+                continue
+            if first is not None:
+                self.on_clustermsg(first, run)
+            first, run, run_key = msg, parts, key
+        if first is not None and not self.closed:
+            self.on_clustermsg(first, run)
         del buf[:pos]
         return rest
 
-    def on_clustermsg(self, data: bytes) -> None:
+    def decoded(self, data: bytes) -> Message | None:
         try:
-            msg = clustermsg.decode(data)
+            return clustermsg.decode(data)
         except clustermsg.MessageError as exc:
             # As Disque's clusterProcessPacket: a message that does not match its
             # layout is skipped, the link kept.
             self.cluster.server.log.verbose("Bad bus message from %s: %s", self.peer_ip, exc)
-            return
-        parts = dialect.to_ours(msg)
-        if parts is None:
-            return
+            return None
+
+    def on_clustermsg(self, msg: Message, parts: list[bytes]) -> None:
         self.peer_kind = OURS if msg.mark else C_NODE
         if self.node is None:  # our replies on this link go in what it reads
             self.speaks_c = self.peer_kind == C_NODE
             self.mark = b""
-        if len(parts) >= 4:
-            self.cluster.handle_message(self, parts)
+        self.cluster.handle_message(self, parts)
 
     def protocol_error(self, exc: Exception) -> None:
         self.cluster.server.log.verbose(
@@ -263,10 +282,13 @@ class BusLink:
 
     def send_clustermsgs(self, parts: list[bytes]) -> None:
         """Our message as Disque's (none, one, or one per job: dialect.py)."""
+        self.send_clustermsgs_encoded(dialect.to_clustermsgs(parts, self.mark))
+
+    def send_clustermsgs_encoded(self, messages: list[bytes]) -> None:
+        """Disque's messages, encoded already (once for every C node they go to)."""
         if self.transport is not None and not self.closed and not self.transport.is_closing():
             if self.batch:
                 self.close_batch()
-            messages = dialect.to_clustermsgs(parts, self.mark)
             self.out += messages
             self.cluster.messages_sent += len(messages)
             self.schedule_flush()

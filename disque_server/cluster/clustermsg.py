@@ -195,6 +195,56 @@ def encode(msg: Message) -> bytes:
     return header + data
 
 
+def job_id_header(
+    mtype: int, sender: bytes, port: int, flags: int, mflags: int, mark: bytes
+) -> bytes:
+    """The header of a job ID message (GOTJOB, SETACK, ...): the same for every job,
+    so a node saying it of many jobs packs it once (``+ job_id_data(...)`` each)."""
+    return HEADER.pack(
+        SIG,
+        HEADER_LEN + JOB_ID.size,
+        VERSION,
+        0,
+        mtype,
+        0,
+        padded(sender, NAME_LEN),
+        b"",
+        mark,
+        port,
+        flags,
+        0,
+        bytes((mflags & 0xFF, 0, 0)),
+    )
+
+
+def jobs_message(
+    mtype: int, sender: bytes, port: int, flags: int, mark: bytes, jobs: list[bytes]
+) -> bytes:
+    """A REPLJOB or YOURJOBS of serialized jobs (``encode`` without a Message: a
+    node of ours sends one per job replicated to a C node)."""
+    data = b"".join(jobs) if len(jobs) != 1 else jobs[0]
+    header = HEADER.pack(
+        SIG,
+        HEADER_LEN + COUNTS.size + len(data),
+        VERSION,
+        0,
+        mtype,
+        0,
+        padded(sender, NAME_LEN),
+        b"",
+        mark,
+        port,
+        flags,
+        0,
+        b"\0\0\0",
+    )
+    return b"".join((header, COUNTS.pack(len(jobs), len(data)), data))
+
+
+def job_id_data(job_id: bytes, aux: int) -> bytes:
+    return JOB_ID.pack(padded(job_id, NAME_LEN), aux)
+
+
 def message_length(buf: bytes) -> int:
     """The length of the message at the start of ``buf`` (its first 8 bytes), or 0
     when fewer than 8 bytes are there. MessageError when it is not a message."""

@@ -50,6 +50,17 @@ QUEUED_FLAGS: Final = {NACK: clustermsg.INCR_NACKS, DELIVERY: clustermsg.INCR_DE
 TYPE_OF: Final = {name: code for code, name in clustermsg.TYPE_NAMES.items()}
 ID_AND_VALUE: Final = frozenset((b"SETACK", b"GOTACK", b"ENQUEUE"))  # [id, value] pairs
 IDS_ONLY: Final = frozenset((b"GOTJOB", b"WORKING", b"DELJOB", b"WILLQUEUE"))
+# Types whose handlers take many jobs in one message (a run of them is one).
+RUN_TYPES: Final = frozenset(
+    (
+        clustermsg.REPLJOB,
+        clustermsg.GOTJOB,
+        clustermsg.WORKING,
+        clustermsg.DELJOB,
+        clustermsg.SETACK,
+        clustermsg.GOTACK,
+    )
+)
 
 FLAG_NAMES: Final = (
     (clustermsg.NODE_PFAIL, b"pfail"),
@@ -103,6 +114,15 @@ def to_ours(msg: Message) -> list[bytes] | None:
     return parts
 
 
+def run_key(msg: Message) -> bytes:
+    """What messages must share to be handled as one (``bus.read_clustermsgs``): the
+    type, when its handler takes many jobs, and the sender as the header says it;
+    b"" for a message handled on its own."""
+    if msg.type not in RUN_TYPES:
+        return b""
+    return b"%d %d %d %s %s" % (msg.type, msg.port, msg.flags, msg.sender, msg.mark)
+
+
 def flag_names(flags: int) -> bytes:
     """Disque's node flags as our gossip's ("pfail,leaving", or "-")."""
     return b",".join(name for bit, name in FLAG_NAMES if flags & bit) or b"-"
@@ -140,33 +160,30 @@ def to_clustermsgs(parts: list[bytes], mark: bytes) -> list[bytes]:
         return [encode(msg)]
     if mtype in clustermsg.JOBS_TYPES:
         jobs = serialized_jobs(payload)
-        if mtype == clustermsg.YOURJOBS:
-            msg.jobs = jobs
-            return [encode(msg)] if jobs else []  # (no "nothing for you" YOURJOBS)
-        out = []
-        for job in jobs:  # Disque's REPLJOB takes exactly one job
-            msg.jobs = [job]
-            out.append(encode(msg))
-        return out
+        sent_as = int(port)
+        if mtype == clustermsg.YOURJOBS:  # (no "nothing for you" YOURJOBS)
+            return (
+                [clustermsg.jobs_message(mtype, sender, sent_as, flags, mark, jobs)] if jobs else []
+            )
+        # Disque's REPLJOB takes exactly one job
+        return [clustermsg.jobs_message(mtype, sender, sent_as, flags, mark, [j]) for j in jobs]
     if mtype in clustermsg.QUEUE_TYPES:
         msg.queue, msg.aux = payload[0], int(payload[1])
         return [encode(msg)]
-    msg.job_id = payload[0]
+    count = payload[1] if name == b"QUEUED" and len(payload) > 1 else NOCOUNT
+    head = clustermsg.job_id_header(
+        mtype, sender, int(port), flags, QUEUED_FLAGS.get(count, 0), mark
+    )
     if name == b"QUEUED":
-        count = payload[1] if len(payload) > 1 else NOCOUNT
-        msg.mflags = QUEUED_FLAGS.get(count, 0)
-        return [encode(msg)]
-    out = []
+        return [head + clustermsg.job_id_data(payload[0], 0)]
     if name in IDS_ONLY:
-        for jid in payload:
-            msg.job_id = jid
-            out.append(encode(msg))
-        return out
-    for i in range(0, len(payload), 2):  # SETACK, GOTACK, ENQUEUE: (ID, number) pairs
-        msg.job_id = payload[i]
-        msg.aux = int(payload[i + 1]) if i + 1 < len(payload) else 0
-        out.append(encode(msg))
-    return out
+        return [head + clustermsg.job_id_data(jid, 0) for jid in payload]
+    # SETACK, GOTACK, ENQUEUE: (ID, number) pairs
+    return [
+        head
+        + clustermsg.job_id_data(payload[i], int(payload[i + 1]) if i + 1 < len(payload) else 0)
+        for i in range(0, len(payload), 2)
+    ]
 
 
 def gossip_entries(payload: list[bytes]) -> list[Gossip]:
