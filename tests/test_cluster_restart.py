@@ -7,11 +7,12 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from nodes import ClusterOfNodes, Node, as_dict, wait_for
+from nodes import ClusterOfNodes, Node, ReferenceNode, as_dict, wait_for
 
 NODE_TIMEOUT = {"cluster-node-timeout": "3000"}
 
@@ -187,3 +188,59 @@ def test_a_node_restarted_and_killed_at_once_was_heard_from(start_cluster):
     first.kill()
     reply = addjob_across_a_restart(second, first, "20000", down_s=1)
     assert isinstance(reply, bytes) and reply.startswith(b"D-"), reply
+
+
+@pytest.fixture(params=["ours", "mixed"])
+def seven_nodes(request: pytest.FixtureRequest, tmp_path: Path, start_cluster) -> Iterator:
+    """Seven nodes with Disque's default node timeout (15 s), as Disque's own suite
+    runs them: all ours, or nodes 1, 3 and 5 C Disque 1.0-rc1 (skipped where
+    none is built)."""
+    config = {"cluster-node-timeout": "15000"}
+    if request.param == "ours":
+        yield start_cluster(7, config=config)
+        return
+    binary = request.getfixturevalue("reference_binary")
+    nodes = [
+        ReferenceNode(tmp_path / f"c{i}", binary, dict(config))
+        if i % 2
+        else Node(tmp_path / f"ours{i}", config=dict(config))
+        for i in range(7)
+    ]
+    with ClusterOfNodes.running(nodes, timeout=30) as cluster:
+        yield cluster
+
+
+def test_disques_replication_suite_sequence_on_seven_nodes(seven_nodes: ClusterOfNodes) -> None:
+    """Disque's suite, 02-jobs-replication, from "Sync ADDJOB fails if not enough
+    nodes are reachable" to "Sync REPLJOB messages are retried against old
+    nodes" (the one that failed here, #39): nodes 1-3 killed and restarted
+    four times, node 1 twice more; every ADDJOB answers as on C Disque."""
+    cluster = seven_nodes
+    first, trio = cluster[0], [cluster[1], cluster[2], cluster[3]]
+
+    def addjob(*args: str) -> object:
+        try:
+            return first.call("ADDJOB", "myqueue", "myjob", *args)
+        except redis.ResponseError as exc:
+            return exc
+
+    def kill_then(*args: str) -> object:
+        for node in trio:
+            node.kill()
+        reply = addjob(*args)
+        for node in trio:
+            node.start()
+        return reply
+
+    assert "NOREPL" in str(kill_then("5000", "REPLICATE", "5"))  # 7 - 3 + 1
+    for attempt in range(3):  # "Sync ADDJOB uses more nodes when first contacted are down"
+        reply = kill_then("5000", "REPLICATE", "4")
+        assert isinstance(reply, bytes) and reply.startswith(b"D-"), (attempt, reply)
+        time.sleep(1)  # (the suite's "after 1000")
+    trio[0].kill()  # "Replicating job expires before reaching the replication level"
+    assert "NOREPL" in str(addjob("15000", "REPLICATE", "7", "TTL", "1"))
+    trio[0].start()
+    trio[0].kill()  # "Sync REPLJOB messages are retried against old nodes"
+    reply = addjob_across_a_restart(first, trio[0], "30000", down_s=2)
+    assert isinstance(reply, bytes) and reply.startswith(b"D-"), reply
+    assert len(holders(cluster, reply)) == 7
