@@ -150,14 +150,14 @@ def to_clustermsgs(parts: list[bytes], mark: bytes) -> list[bytes]:
     if sender_flags == b"leaving":
         flags |= clustermsg.NODE_LEAVING
     payload = parts[4:]
-    msg = Message(mtype, sender, int(port), flags, mark=mark)
-    encode = clustermsg.encode
     if mtype in clustermsg.GOSSIP_TYPES:
+        msg = Message(mtype, sender, int(port), flags, mark=mark)
         msg.gossip = gossip_entries(payload)
-        return [encode(msg)]
+        return [clustermsg.encode(msg)]
     if mtype == clustermsg.FAIL:
+        msg = Message(mtype, sender, int(port), flags, mark=mark)
         msg.about = payload[0]
-        return [encode(msg)]
+        return [clustermsg.encode(msg)]
     if mtype in clustermsg.JOBS_TYPES:
         jobs = serialized_jobs(payload)
         sent_as = int(port)
@@ -168,12 +168,11 @@ def to_clustermsgs(parts: list[bytes], mark: bytes) -> list[bytes]:
         # Disque's REPLJOB takes exactly one job
         return [clustermsg.jobs_message(mtype, sender, sent_as, flags, mark, [j]) for j in jobs]
     if mtype in clustermsg.QUEUE_TYPES:
+        msg = Message(mtype, sender, int(port), flags, mark=mark)
         msg.queue, msg.aux = payload[0], int(payload[1])
-        return [encode(msg)]
+        return [clustermsg.encode(msg)]
     count = payload[1] if name == b"QUEUED" and len(payload) > 1 else NOCOUNT
-    head = clustermsg.job_id_header(
-        mtype, sender, int(port), flags, QUEUED_FLAGS.get(count, 0), mark
-    )
+    head = job_id_header(mtype, sender, port, flags, QUEUED_FLAGS.get(count, 0), mark)
     if name == b"QUEUED":
         return [head + clustermsg.job_id_data(payload[0], 0)]
     if name in IDS_ONLY:
@@ -184,6 +183,25 @@ def to_clustermsgs(parts: list[bytes], mark: bytes) -> list[bytes]:
         + clustermsg.job_id_data(payload[i], int(payload[i + 1]) if i + 1 < len(payload) else 0)
         for i in range(0, len(payload), 2)
     ]
+
+
+_job_id_headers: Final[dict[bytes, bytes]] = {}
+
+
+def job_id_header(
+    mtype: int, sender: bytes, port: bytes, flags: int, mflags: int, mark: bytes
+) -> bytes:
+    """clustermsg.job_id_header, kept: a node says GOTJOB, SETACK, ... with the same
+    few headers (its own ID and port) to every C node, for every job."""
+    key = b"%d %d %d %s %s %s" % (mtype, flags, mflags, port, sender, mark)
+    head = _job_id_headers.get(key)
+    if head is None:
+        if len(_job_id_headers) >= 256:
+            _job_id_headers.clear()
+        head = _job_id_headers[key] = clustermsg.job_id_header(
+            mtype, sender, int(port), flags, mflags, mark
+        )
+    return head
 
 
 def gossip_entries(payload: list[bytes]) -> list[Gossip]:
