@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 MAX_MESSAGE_PARTS: Final = 1_000_000
 BATCH_MAX_PARTS: Final = 4096  # a batched message (send_batched) closes at this many parts
 BUS_BUFFER_LIMIT: Final = 1024 * 1024 * 1024
+HEAD_END: Final = clustermsg.HEADER_LEN
+JOB_ID_MESSAGE_LEN: Final = clustermsg.HEADER_LEN + clustermsg.JOB_ID.size
 
 
 def auth_proof(password: str, role: bytes, peer_nonce: bytes, own_nonce: bytes) -> bytes:
@@ -187,6 +189,7 @@ class BusLink:
         first: Message | None = None  # the run's first message, and the run as ours
         run: list[bytes] = []
         run_key = b""
+        run_head = b""  # a run of job ID messages: their header (the same for all)
         while not self.closed:
             if pos < len(buf) and buf[pos] != 0x44:  # not "D": RESP from here on
                 rest = bytes(buf[pos:])
@@ -204,6 +207,17 @@ class BusLink:
                 break
             start = pos
             pos += length
+            if (
+                run_head
+                and length == JOB_ID_MESSAGE_LEN
+                and buf[start : HEAD_END + start] == run_head
+            ):
+                # The next job of a run of GOTJOB, SETACK, ...: only its ID and aux
+                # are new (no decoding: this is most of what a C replica sends).
+                job_id, aux = clustermsg.JOB_ID.unpack_from(buf, HEAD_END + start)
+                run += dialect.job_id_item(run[0], job_id, aux)
+                self.cluster.messages_received += 1  # (handle_message counts the run's first)
+                continue
             msg = self.decoded(bytes(buf[start:pos]))
             parts = dialect.to_ours(msg) if msg is not None else None
             if msg is None or parts is None:
@@ -211,10 +225,16 @@ class BusLink:
             key = dialect.run_key(msg)
             if first is not None and key and key == run_key:
                 run += parts[4:]
+                self.cluster.messages_received += 1
                 continue
             if first is not None:
                 self.on_clustermsg(first, run)
             first, run, run_key = msg, parts, key
+            run_head = (
+                bytes(buf[start : HEAD_END + start])
+                if key and msg.type in clustermsg.JOB_ID_TYPES
+                else b""
+            )
         if first is not None and not self.closed:
             self.on_clustermsg(first, run)
         del buf[:pos]

@@ -102,16 +102,23 @@ def to_ours(msg: Message) -> list[bytes] | None:
                 return None
             parts += job_to_fields(job)
     elif mtype in clustermsg.JOB_ID_TYPES:
-        parts.append(msg.job_id)
         if name == b"QUEUED":
-            parts.append(queued_count(msg.mflags))
-        elif name == b"GOTACK":
-            parts.append(b"1" if msg.aux else b"0")
-        elif name in ID_AND_VALUE:
-            parts.append(b"%d" % msg.aux)
+            parts += [msg.job_id, queued_count(msg.mflags)]
+        else:
+            parts += job_id_item(name, msg.job_id, msg.aux)
     else:  # NEEDJOBS, PAUSE
         parts += [msg.queue, b"%d" % msg.aux]
     return parts
+
+
+def job_id_item(name: bytes, job_id: bytes, aux: int) -> list[bytes]:
+    """What a job ID message (not QUEUED) adds to our payload: the ID, and for
+    SETACK, GOTACK and ENQUEUE its number."""
+    if name == b"GOTACK":
+        return [job_id, b"1" if aux else b"0"]
+    if name in ID_AND_VALUE:
+        return [job_id, b"%d" % aux]
+    return [job_id]
 
 
 def run_key(msg: Message) -> bytes:
