@@ -91,7 +91,9 @@ def to_ours(msg: Message) -> list[bytes] | None:
         for g in msg.gossip:
             if not g.flags & (clustermsg.NODE_HANDSHAKE | clustermsg.NODE_NOADDR):
                 parts += [g.name, g.ip.encode(), b"%d" % g.port, flag_names(g.flags)]
-        parts.append(b"0")  # no TLS port
+        # Nothing after the entries: clusterMsg has no room for a TLS port or an
+        # announced address, so what a node of ours said of them in RESP stands
+        # (a "0" here reset a peer's TLS port until its next RESP PING).
     elif mtype == clustermsg.FAIL:
         parts.append(msg.about)
     elif mtype in clustermsg.JOBS_TYPES:

@@ -1,0 +1,80 @@
+"""dialect.py: our bus messages as Disque 1.0-rc1's clusterMsg and back (#39)."""
+
+from __future__ import annotations
+
+import time
+
+from disque_server.cluster import clustermsg as cm
+from disque_server.cluster import dialect
+from disque_server.job import ACTIVE, FIELDS, Job, job_to_fields
+
+ME = b"a" * 40
+OTHER = b"b" * 40
+
+
+def header(mtype: bytes, flags: bytes = b"-") -> list[bytes]:
+    return [mtype, ME, b"7711", flags]
+
+
+def back(data: bytes) -> list[bytes]:
+    parts = dialect.to_ours(cm.decode(data))
+    assert parts is not None
+    return parts
+
+
+def test_gossip_from_clustermsg_leaves_a_known_tls_port_alone() -> None:
+    """clusterMsg has no room for our TLS port: nothing follows the entries, so a
+    marked PING from a node of ours (its first messages) does not reset the TLS
+    port its RESP messages told (the payload's length stays a multiple of 4)."""
+    ping = header(b"PING") + [OTHER, b"127.0.0.1", b"7712", b"pfail", b"7443"]
+    [data] = dialect.to_clustermsgs(ping, dialect.MARK)
+    parts = back(data)
+    assert parts[:4] == header(b"PING")
+    assert parts[4:] == [OTHER, b"127.0.0.1", b"7712", b"pfail"]
+    assert cm.decode(data).mark == dialect.MARK
+
+
+def test_gossip_about_a_node_with_its_own_bus_port_is_not_told_to_disque() -> None:
+    ping = header(b"PONG", b"leaving") + [OTHER, b"127.0.0.1", b"7712@9000", b"-", b"0"]
+    [data] = dialect.to_clustermsgs(ping, b"")
+    msg = cm.decode(data)
+    assert msg.gossip == [] and msg.flags & cm.NODE_LEAVING
+    assert back(data)[3] == b"leaving"
+
+
+def test_many_jobs_become_one_message_each_and_back() -> None:
+    jobs = []
+    for i in range(3):
+        job = Job(b"D-aaaaaaaa-%024d-05a1" % i, ACTIVE, int(time.time()) + 100, 30)
+        job.queue, job.body, job.nodes_delivered = b"q", b"body %d" % i, (ME, OTHER)
+        jobs.append(job)
+    fields = [f for job in jobs for f in job_to_fields(job)]
+    messages = dialect.to_clustermsgs(header(b"REPLJOB") + fields, b"")
+    assert len(messages) == 3  # Disque's REPLJOB takes exactly one job
+    for job, data in zip(jobs, messages, strict=True):
+        got = back(data)[4:]
+        assert len(got) == FIELDS and got[0] == job.id and got[2] == job.body
+        assert got[11] == ME + b" " + OTHER
+    gotjobs = dialect.to_clustermsgs(header(b"GOTJOB") + [j.id for j in jobs], b"")
+    assert [cm.decode(m).job_id for m in gotjobs] == [j.id for j in jobs]
+
+
+def test_values_of_job_id_messages_round_trip() -> None:
+    jid = b"D-aaaaaaaa-" + b"x" * 24 + b"-05a1"
+    for mtype, value in (
+        (b"SETACK", b"3"),
+        (b"GOTACK", b"1"),
+        (b"GOTACK", b"0"),
+        (b"ENQUEUE", b"5"),
+    ):
+        [data] = dialect.to_clustermsgs(header(mtype) + [jid, value], b"")
+        assert back(data)[4:] == [jid, value]
+    for count, flag in ((b"nack", cm.INCR_NACKS), (b"deliv", cm.INCR_DELIV), (b"-", 0)):
+        [data] = dialect.to_clustermsgs(header(b"QUEUED") + [jid, count], b"")
+        assert cm.decode(data).mflags == flag and back(data)[4:] == [jid, count]
+
+
+def test_what_disque_has_no_room_for_is_not_sent() -> None:
+    jid = b"D-aaaaaaaa-" + b"x" * 24 + b"-05a1"
+    assert dialect.to_clustermsgs(header(b"POSTPONE") + [jid, b"1000"], b"") == []
+    assert dialect.to_clustermsgs(header(b"YOURJOBS") + [b"q"], b"") == []  # "nothing for you"
