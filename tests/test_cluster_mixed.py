@@ -129,3 +129,29 @@ def test_a_killed_c_node_restarted_is_reachable_again_for_ours(mixed3: ClusterOf
     c_nodes[0].start()
     mixed3.wait_full_mesh()
     wait_for(lambda: replicates_to_all(ours[0], 3), message="REPLICATE 3 from ours again")
+
+
+def test_pause_bcast_from_either_kind_reaches_every_node(mixed3: ClusterOfNodes) -> None:
+    """PAUSE ... bcast: the PAUSE message both ways; QSTAT shows it on every node."""
+    for i, node in enumerate(mixed3):
+        queue = f"paused{i}"
+        node.call("ADDJOB", queue, "x", "0")  # the queue exists where PAUSE is given
+        assert node.call("PAUSE", queue, "out", "bcast") == b"out"
+
+        def paused_everywhere(queue: str = queue) -> bool:
+            return all(as_dict(n.call("QSTAT", queue)).get(b"pause") == b"out" for n in mixed3)
+
+        wait_for(paused_everywhere, message=f"{queue} paused on every node (from {node})")
+
+
+def test_a_leaving_node_of_either_kind_is_seen_leaving_by_both(mixed3: ClusterOfNodes) -> None:
+    c_nodes, ours = kinds(mixed3)
+    for leaving in (c_nodes[0], ours[0]):
+        assert leaving.call("CLUSTER", "LEAVING", "yes") == b"OK"
+        for watcher in mixed3:
+            if watcher is not leaving:
+                wait_for(
+                    lambda w=watcher, n=leaving: "leaving" in mixed3.flags_of(w, n),
+                    message=f"{watcher} sees {leaving} leaving",
+                )
+        assert leaving.call("CLUSTER", "LEAVING", "no") == b"OK"

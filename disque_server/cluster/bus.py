@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 MAX_MESSAGE_PARTS: Final = 1_000_000
 BATCH_MAX_PARTS: Final = 4096  # a batched message (send_batched) closes at this many parts
 BUS_BUFFER_LIMIT: Final = 1024 * 1024 * 1024
-HEAD_END: Final = clustermsg.HEADER_LEN
+HEAD_END: Final = clustermsg.HEADER_LEN  # (a clusterMsg's header: totlen at 4, fixed after 8)
 JOB_ID_MESSAGE_LEN: Final = clustermsg.HEADER_LEN + clustermsg.JOB_ID.size
 
 
@@ -189,7 +189,7 @@ class BusLink:
         first: Message | None = None  # the run's first message, and the run as ours
         run: list[bytes] = []
         run_key = b""
-        run_head = b""  # a run of job ID messages: their header (the same for all)
+        run_tail = b""  # the header of the run's messages after totlen (the same for all)
         while not self.closed:
             if pos < len(buf) and buf[pos] != 0x44:  # not "D": RESP from here on
                 rest = bytes(buf[pos:])
@@ -207,17 +207,14 @@ class BusLink:
                 break
             start = pos
             pos += length
-            if (
-                run_head
-                and length == JOB_ID_MESSAGE_LEN
-                and buf[start : HEAD_END + start] == run_head
-            ):
-                # The next job of a run of GOTJOB, SETACK, ...: only its ID and aux
-                # are new (no decoding: this is most of what a C replica sends).
-                job_id, aux = clustermsg.JOB_ID.unpack_from(buf, HEAD_END + start)
-                run += dialect.job_id_item(run[0], job_id, aux)
-                self.cluster.messages_received += 1  # (handle_message counts the run's first)
-                continue
+            if run_tail and buf[start + 8 : HEAD_END + start] == run_tail:
+                # The next message of the run: its header says nothing new, only
+                # its data is read (no Message built: most of what a C node sends).
+                more = self.run_item(run[0], buf, start, pos)
+                if more is not None:
+                    run += more
+                    self.cluster.messages_received += 1  # (handle_message counts the first)
+                    continue
             msg = self.decoded(bytes(buf[start:pos]))
             parts = dialect.to_ours(msg) if msg is not None else None
             if msg is None or parts is None:
@@ -230,15 +227,32 @@ class BusLink:
             if first is not None:
                 self.on_clustermsg(first, run)
             first, run, run_key = msg, parts, key
-            run_head = (
-                bytes(buf[start : HEAD_END + start])
-                if key and msg.type in clustermsg.JOB_ID_TYPES
-                else b""
-            )
+            run_tail = bytes(buf[start + 8 : HEAD_END + start]) if key else b""
         if first is not None and not self.closed:
             self.on_clustermsg(first, run)
         del buf[:pos]
         return rest
+
+    @staticmethod
+    def run_item(name: bytes, buf: bytearray, start: int, end: int) -> list[bytes] | None:
+        """What the message at buf[start:end], with the header of its run, adds to
+        the run; None to decode it the usual way (a layout that does not match)."""
+        data = HEAD_END + start
+        if name != b"REPLJOB":  # GOTJOB, SETACK, ...: an ID and aux
+            if end - start != JOB_ID_MESSAGE_LEN:
+                return None
+            job_id, aux = clustermsg.JOB_ID.unpack_from(buf, data)
+            return dialect.job_id_item(name, job_id, aux)
+        if end - data < clustermsg.COUNTS.size:
+            return None
+        numjobs, datasize = clustermsg.COUNTS.unpack_from(buf, data)
+        if clustermsg.COUNTS.size + datasize != end - data:
+            return None
+        try:
+            jobs = clustermsg.split_jobs(bytes(buf[data + clustermsg.COUNTS.size : end]), numjobs)
+        except clustermsg.MessageError:
+            return None
+        return dialect.jobs_fields(jobs)
 
     def decoded(self, data: bytes) -> Message | None:
         try:
@@ -325,10 +339,8 @@ class BusLink:
     def send_batched(self, mtype: bytes, *item: bytes) -> None:
         """Add one item (a job ID, or an ID and its value) to a message of many, as
         ``GOTJOB id id ...``: what a node says of many jobs in one event-loop pass goes
-        in one message, handled once by the receiver."""
-        if self.speaks_c:
-            self.send_clustermsgs(self.cluster.header(mtype) + list(item))
-            return
+        in one message, handled once by the receiver. To a C node, the batch becomes
+        one clusterMsg a job when it closes (translated once, with one header)."""
         if self.transport is not None and not self.closed and not self.transport.is_closing():
             if mtype != self.batch_type:
                 self.close_batch()
@@ -339,10 +351,18 @@ class BusLink:
             self.schedule_flush()
 
     def close_batch(self) -> None:
-        if self.batch:
+        if not self.batch:
+            return
+        if self.speaks_c:  # one message a job: Disque's
+            messages = dialect.to_clustermsgs(
+                self.cluster.header(self.batch_type) + self.batch, self.mark
+            )
+            self.out += messages
+            self.cluster.messages_sent += len(messages)
+        else:
             self.out.append(bulk_array(self.cluster.header(self.batch_type) + self.batch))
-            self.batch = []
             self.cluster.messages_sent += 1
+        self.batch = []
 
     def schedule_flush(self) -> None:
         if not self.flush_scheduled:

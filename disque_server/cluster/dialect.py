@@ -97,12 +97,10 @@ def to_ours(msg: Message) -> list[bytes] | None:
     elif mtype == clustermsg.FAIL:
         parts.append(msg.about)
     elif mtype in clustermsg.JOBS_TYPES:
-        for data in msg.jobs:
-            try:
-                job, _ = deserialize_job(data, storage=False)
-            except SerializeError:
-                return None
-            parts += job_to_fields(job)
+        fields = jobs_fields(msg.jobs)
+        if fields is None:
+            return None
+        parts += fields
     elif mtype in clustermsg.JOB_ID_TYPES:
         if name == b"QUEUED":
             parts += [msg.job_id, queued_count(msg.mflags)]
@@ -111,6 +109,19 @@ def to_ours(msg: Message) -> list[bytes] | None:
     else:  # NEEDJOBS, PAUSE
         parts += [msg.queue, b"%d" % msg.aux]
     return parts
+
+
+def jobs_fields(jobs: list[bytes]) -> list[bytes] | None:
+    """Serialized jobs (a REPLJOB's, a YOURJOBS') as our FIELDS fields each; None
+    when one does not deserialize (Disque logs such a message and skips it)."""
+    fields: list[bytes] = []
+    for data in jobs:
+        try:
+            job, _ = deserialize_job(data, storage=False)
+        except SerializeError:
+            return None
+        fields += job_to_fields(job)
+    return fields
 
 
 def job_id_item(name: bytes, job_id: bytes, aux: int) -> list[bytes]:
