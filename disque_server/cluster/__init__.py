@@ -337,9 +337,15 @@ class Cluster:
             link.send_clustermsgs_encoded(c_messages)
 
     def send_to_ids(self, ids: Iterable[bytes], mtype: bytes, payload: list[bytes]) -> None:
+        self.send_to_links([self.link_to(node_id) for node_id in ids], mtype, payload)
+
+    def send_to_links(
+        self, links: Iterable[BusLink | None], mtype: bytes, payload: list[bytes]
+    ) -> None:
+        """One message to many links, encoded once for the nodes of ours among them
+        (a C node's link translates it)."""
         data = b""
-        for node_id in ids:
-            link = self.link_to(node_id)
+        for link in links:
             if link is None:
                 continue
             if link.speaks_c:
@@ -361,16 +367,7 @@ class Cluster:
         return node.link if node is not None and node is not self.myself else None
 
     def broadcast(self, mtype: bytes, payload: list[bytes]) -> None:
-        data = b""
-        for node in self.reachable_nodes():
-            link = node.link
-            if link is None:
-                continue
-            if link.speaks_c:
-                link.send(self.header(mtype) + payload)
-                continue
-            data = data or bulk_array(self.header(mtype) + payload)
-            link.send_encoded(data)
+        self.send_to_links([node.link for node in self.reachable_nodes()], mtype, payload)
 
     # ---- receiving -----------------------------------------------------------------
     def handle_message(self, link: BusLink, msg: list[bytes]) -> None:

@@ -177,22 +177,39 @@ def encode(msg: Message) -> bytes:
         data, count = COUNTS.pack(msg.aux, len(msg.queue)) + msg.queue, 0
     else:
         raise MessageError(f"unknown message type {msg.type}")
-    header = HEADER.pack(
-        SIG,
-        HEADER_LEN + len(data),
-        VERSION,
-        0,
-        msg.type,
-        count,
-        padded(msg.sender, NAME_LEN),
-        b"",
-        msg.mark,
-        msg.port,
-        msg.flags,
-        msg.state,
-        bytes((msg.mflags & 0xFF, 0, 0)),
+    header = pack_header(
+        msg.type, count, msg.sender, msg.port, msg.flags, msg.mflags, msg.mark, len(data)
     )
     return header + data
+
+
+def pack_header(
+    mtype: int,
+    count: int,
+    sender: bytes,
+    port: int,
+    flags: int,
+    mflags: int,
+    mark: bytes,
+    data_len: int,
+    state: int = 0,
+) -> bytes:
+    """The 144-byte header of a message of ``data_len`` bytes after it."""
+    return HEADER.pack(
+        SIG,
+        HEADER_LEN + data_len,
+        VERSION,
+        0,
+        mtype,
+        count,
+        padded(sender, NAME_LEN),
+        b"",
+        mark,
+        port,
+        flags,
+        state,
+        bytes((mflags & 0xFF, 0, 0)),
+    )
 
 
 def job_id_header(
@@ -200,21 +217,7 @@ def job_id_header(
 ) -> bytes:
     """The header of a job ID message (GOTJOB, SETACK, ...): the same for every job,
     so a node saying it of many jobs packs it once (``+ job_id_data(...)`` each)."""
-    return HEADER.pack(
-        SIG,
-        HEADER_LEN + JOB_ID.size,
-        VERSION,
-        0,
-        mtype,
-        0,
-        padded(sender, NAME_LEN),
-        b"",
-        mark,
-        port,
-        flags,
-        0,
-        bytes((mflags & 0xFF, 0, 0)),
-    )
+    return pack_header(mtype, 0, sender, port, flags, mflags, mark, JOB_ID.size)
 
 
 def jobs_message(
@@ -223,21 +226,7 @@ def jobs_message(
     """A REPLJOB or YOURJOBS of serialized jobs (``encode`` without a Message: a
     node of ours sends one per job replicated to a C node)."""
     data = b"".join(jobs) if len(jobs) != 1 else jobs[0]
-    header = HEADER.pack(
-        SIG,
-        HEADER_LEN + COUNTS.size + len(data),
-        VERSION,
-        0,
-        mtype,
-        0,
-        padded(sender, NAME_LEN),
-        b"",
-        mark,
-        port,
-        flags,
-        0,
-        b"\0\0\0",
-    )
+    header = pack_header(mtype, 0, sender, port, flags, 0, mark, COUNTS.size + len(data))
     return b"".join((header, COUNTS.pack(len(jobs), len(data)), data))
 
 

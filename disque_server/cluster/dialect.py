@@ -32,6 +32,7 @@ from typing import Final
 
 from disque_server.cluster import clustermsg
 from disque_server.cluster.clustermsg import Gossip, Message
+from disque_server.cluster.requeue import DELIVERY, NACK, NOCOUNT
 from disque_server.config import Config
 from disque_server.job import ACTIVE, FIELDS, job_from_fields, job_to_fields
 from disque_server.serialize import SerializeError, deserialize_job, serialize_job
@@ -42,9 +43,7 @@ OURS: Final = 2
 
 MARK: Final = b"disque-python/1"
 
-NACK: Final = b"nack"  # QUEUED's counter (requeue.py): the INCR flags of Disque's
-DELIVERY: Final = b"deliv"
-NOCOUNT: Final = b"-"
+# QUEUED's counter (requeue.py) as the INCR flags of Disque's
 QUEUED_FLAGS: Final = {NACK: clustermsg.INCR_NACKS, DELIVERY: clustermsg.INCR_DELIV}
 
 TYPE_OF: Final = {name: code for code, name in clustermsg.TYPE_NAMES.items()}
