@@ -359,8 +359,10 @@ class Leave:
                     break
         except (NodeDown, TypeError, ValueError):
             return False
+        if count != remaining:  # jobs came or went meanwhile: keep waiting
+            return False
         self.orphan_acks = count
-        return count == remaining
+        return True
 
     def stall_message(self, remaining: int, stalled: float) -> str:
         queued = self.queued_jobs()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pexpect
 import pytest
 from clihelpers import CliResult
-from nodes import free_port, wait_for
+from nodes import as_dict, free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(45)
@@ -429,6 +429,29 @@ def test_leave_drains_jobs_then_forgets_the_node(start_cluster, cli_env) -> None
     assert "Drained: 20 jobs left" in out, out
     assert f"[OK] {addr(cluster[1])}" in out and f"forgot {gone_id[:8]}" in out
     assert "left the cluster" in out and "Traceback" not in err
+
+
+def test_leave_is_not_held_up_by_acks_waiting_for_a_node_that_left(start_cluster, run_cli) -> None:
+    """An acknowledged job whose garbage collection waits only on a node that was
+    forgotten can never be collected (Disque keeps it until its TTL): the node
+    holding it can still leave, once the drain stalls on such jobs alone."""
+    cluster = start_cluster(3)
+    leaving, other, departed = cluster
+    jid = leaving.call("ADDJOB", "q", "job", 0, "REPLICATE", 3, "RETRY", 60)
+    departed_id = node_id(departed)
+    departed.kill()
+    for node in (leaving, other):
+        assert node.call("CLUSTER", "FORGET", departed_id) == b"OK"
+    assert leaving.call("ACKJOB", jid) == 1
+    wait_for(
+        lambda: as_dict(other.call("SHOW", jid)).get(b"state") == b"acked",
+        message="the ACK on the other node",
+    )
+    assert leaving.info()["registered_jobs"] == 1  # waiting for the departed node
+    result = run_cli("--cluster", "leave", addr(leaving), "--yes", "--timeout", "30", timeout=60)
+    assert result.returncode == 0, result.out + result.err
+    assert "1 acknowledged job stay" in result.out, result.out
+    assert node_id(leaving) not in known_ids(other)
 
 
 def test_leave_goes_on_when_the_node_dies_while_draining(start_cluster, cli_env) -> None:
