@@ -329,15 +329,18 @@ class Leave:
         return None
 
     def only_orphan_acks(self, remaining: int) -> bool:
-        """Whether every job left is acknowledged and waits, for its garbage
-        collection, only on nodes the cluster no longer has (forgotten after
-        they left: Disque keeps waiting for them until the job's TTL). Such a
-        job is nothing to deliver: the node can go. Checked once, on a stall,
-        and only for a few jobs (JSCAN REPLY all)."""
+        """Whether every job left is acknowledged, and its garbage collection waits
+        only on nodes the cluster no longer has (forgotten after they left: Disque
+        keeps waiting for them until the job's TTL) or on nodes that hold it
+        acknowledged too, or not at all (their own GC may wait on a departed
+        node). Such a job is nothing to deliver, nor to deliver twice: the node
+        can go. Checked once, on a stall, and only for a few jobs (JSCAN REPLY
+        all, and SHOW on the other nodes it waits on)."""
         if remaining > ORPHAN_CHECK_MAX:
             return False
         try:
             members = {entry.id for entry in _view(self.target)}
+            others = {member.id: member for member in self.others if member.id}
             cursor: Any = b"0"
             count = 0
             while True:
@@ -352,8 +355,12 @@ class Leave:
                     waiting = set(fields.get(b"nodes-delivered") or []) - set(
                         fields.get(b"nodes-confirmed") or []
                     )
-                    if any(bytes(n).decode() in members for n in waiting):
-                        return False
+                    for n in waiting:
+                        name = bytes(n).decode()
+                        if name in members and not self.acked_or_gone(
+                            others.get(name), fields.get(b"id")
+                        ):
+                            return False
                     count += 1
                 if cursor in (b"0", 0):
                     break
@@ -363,6 +370,18 @@ class Leave:
             return False
         self.orphan_acks = count
         return True
+
+    @staticmethod
+    def acked_or_gone(member: Member | None, job_id: Any) -> bool:
+        """Whether that node holds the job acknowledged, or no copy of it."""
+        if member is None:
+            return False
+        reply = member.call("SHOW", job_id)
+        if reply is None:
+            return True
+        if not isinstance(reply, list):
+            return False
+        return dict(zip(reply[::2], reply[1::2], strict=False)).get(b"state") == b"acked"
 
     def stall_message(self, remaining: int, stalled: float) -> str:
         queued = self.queued_jobs()
