@@ -283,7 +283,8 @@ class Leave:
             out.ok(
                 f"Drained: {plural(watcher.total - remaining, 'job')} left {target.label}; "
                 f"{plural(remaining, 'acknowledged job')} stay, their garbage collection "
-                "waiting for nodes no longer in the cluster: nothing left to deliver."
+                "waiting on nodes that left the cluster (every other copy is acknowledged): "
+                "nothing left to deliver."
             )
             self.mine.ok(f"drained ({remaining} orphan ACKs)")
             return True
