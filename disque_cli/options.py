@@ -272,7 +272,8 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
         "Check the cluster seen from one node: every node reachable and answering "
         "with its own ID, one node per address, every node knowing the same "
         "members, none flagged PFAIL or FAIL; warn about handshakes, lost links "
-        "and leaving nodes.",
+        "and leaving nodes. The table's Server column tells C Disque nodes (C) "
+        "from ours (python), as during a rolling upgrade.",
         (_timeout("to wait for the replies of each node (default 5)"),),
     ),
     ClusterVerb(

@@ -110,9 +110,11 @@ class Traffic:
             self.errors += 1
         time.sleep(0.05)
 
-    def stop_producing(self) -> None:
+    def finish(self) -> None:
+        """Producers stopped, consumers on until every accepted job reached one."""
         self.producing.clear()
         self.threads[0].join(10)
+        wait_for(lambda: not self.lost(), timeout=60, message="every job delivered")
 
     def lost(self) -> set[bytes]:
         """Jobs an ADDJOB accepted that no consumer got yet. (Not "not acked": an
@@ -186,6 +188,11 @@ def drain(nodes: list[Node], queue: str, jobs: set[bytes]) -> None:
     wait_for(take, timeout=60, interval=0.2, message=f"{len(left)} backlog jobs delivered")
 
 
+def c_disque_nodes(tmp_path: Path, binary: str) -> list[Node]:
+    """The cluster before the upgrade: three C Disque nodes, AOF on."""
+    return [ReferenceNode(tmp_path / f"node{i}", binary, dict(CONFIG)) for i in range(3)]
+
+
 def upgraded(old: Node) -> Node:
     """Stop a C node and start ours on its directory and port."""
     old.terminate()
@@ -201,10 +208,7 @@ def rolled_back(old: Node, binary: str) -> Node:
 def test_a_c_disque_cluster_upgraded_node_by_node_under_load_loses_no_job(
     tmp_path: Path, reference_binary: str
 ) -> None:
-    nodes: list[Node] = [
-        ReferenceNode(tmp_path / f"node{i}", reference_binary, dict(CONFIG)) for i in range(3)
-    ]
-    ids_before = []
+    nodes = c_disque_nodes(tmp_path, reference_binary)
     with ClusterOfNodes.running(nodes) as cluster:
         healthy_mesh(cluster, nodes)
         ids_before = cluster.node_ids()
@@ -231,8 +235,7 @@ def test_a_c_disque_cluster_upgraded_node_by_node_under_load_loses_no_job(
             assert healthy_mesh(cluster, nodes) == ["C", "python", "python"]
             wait_delivered(traffic, 50)
             drain(nodes, QUEUE_BACKLOG, set(backlog))
-            traffic.stop_producing()
-            wait_for(lambda: not traffic.lost(), timeout=60, message="every job delivered")
+            traffic.finish()
         assert traffic.added and not traffic.lost()
 
 
@@ -240,9 +243,7 @@ def test_a_c_disque_cluster_upgraded_node_by_node_under_load_loses_no_job(
 def test_a_node_of_ours_added_and_an_old_c_node_made_to_leave_loses_no_job(
     tmp_path: Path, reference_binary: str
 ) -> None:
-    nodes: list[Node] = [
-        ReferenceNode(tmp_path / f"node{i}", reference_binary, dict(CONFIG)) for i in range(3)
-    ]
+    nodes = c_disque_nodes(tmp_path, reference_binary)
     with ClusterOfNodes.running(nodes) as cluster:
         healthy_mesh(cluster, nodes)
         with Traffic(nodes[1:]) as traffic:
@@ -271,6 +272,5 @@ def test_a_node_of_ours_added_and_an_old_c_node_made_to_leave_loses_no_job(
                 healthy_mesh(cluster, survivors)
                 wait_delivered(traffic, 50)
             assert not any(isinstance(n, ReferenceNode) and n.is_running() for n in cluster)
-            traffic.stop_producing()
-            wait_for(lambda: not traffic.lost(), timeout=60, message="every job delivered")
+            traffic.finish()
         assert traffic.added and not traffic.lost()

@@ -231,9 +231,10 @@ def gossip_entries(payload: list[bytes]) -> list[Gossip]:
         node_id, ip, port, names = payload[i : i + 4]
         if not port.isdigit():
             continue
+        named = names.split(b",")
         flags = 0
         for bit, flag in FLAG_NAMES:
-            if flag in names.split(b","):
+            if flag in named:
                 flags |= bit
         entries.append(Gossip(node_id, ip.decode(), int(port), flags))
     return entries

@@ -253,14 +253,19 @@ def test_random_bus_messages(fuzz_node: Node, health: Health, bus_setup: dict, d
     msgs = data.draw(
         st.lists(bus_message(bus_setup["myid"], bus_setup["ports"]), min_size=1, max_size=5)
     )
-    with connect(fuzz_node.port + 10000) as s:
+    send_on_bus(fuzz_node, msgs)
+    health.check(f"after bus messages {msgs!r}")
+
+
+def send_on_bus(node: Node, msgs: list[bytes]) -> None:
+    """The messages on one bus connection, then whatever the node answers."""
+    with connect(node.port + 10000) as s:
         for m in msgs:
             try:
                 s.sendall(m)
             except OSError:
                 break  # the node closed a link it found broken
         read_for(s, quiet=0.01, total=0.5)
-    health.check(f"after bus messages {msgs!r}")
 
 
 @settings(max_examples=examples(0.3), **SETTINGS)
@@ -346,13 +351,7 @@ def test_random_clustermsg_messages(fuzz_node: Node, health: Health, bus_setup: 
     msgs = data.draw(
         st.lists(clustermsg_bytes(bus_setup["myid"], bus_setup["ports"]), min_size=1, max_size=5)
     )
-    with connect(fuzz_node.port + 10000) as s:
-        for m in msgs:
-            try:
-                s.sendall(m)
-            except OSError:
-                break
-        read_for(s, quiet=0.01, total=0.5)
+    send_on_bus(fuzz_node, msgs)
     health.check(f"after clusterMsg messages {msgs!r}")
 
 
