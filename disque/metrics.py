@@ -16,6 +16,7 @@ class WorkerMetrics:
         self.retried = counter("retried", "Failed jobs queued again (NACK)")
         self.dead_lettered = counter("dead_lettered", "Jobs moved to a dead-letter queue")
         self.dropped = counter("dropped", "Failing RETRY 0 jobs, never delivered again")
+        self.timed_out = counter("timed_out", "Handler runs stopped at their time limit")
         self.handler_seconds = Histogram(
             "disque_worker_handler_seconds",
             "Time spent in handlers",

@@ -48,7 +48,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
+import ctypes
 import inspect
 import json
 import logging
@@ -66,6 +68,7 @@ from disque.commands import seed_addresses
 from disque.errors import BadId, ConnectionLost, DisqueError, NoJob, NoNodeAvailable
 from disque.job import Job
 from disque.locality import Locality
+from disque.middleware import Middleware, notify
 from disque.protocol import PRIORITY_FAILING
 from disque.tls import TLS
 
@@ -92,6 +95,39 @@ class Retry(Exception):  # noqa: N818 (what the handler asks for, not an error)
         self.delay = delay
 
 
+class Reject(Exception):  # noqa: N818
+    """Raised by a handler: this job can never succeed (a body nobody can read ...):
+    dead-lettered now, whatever attempts are left (dropped with no dead-letter queue)."""
+
+
+class LeaveToRetry(Exception):  # noqa: N818
+    """Raised by a handler: neither acknowledge nor NACK the job; the node queues it
+    again after its RETRY (periodic tasks tick this way)."""
+
+
+class TimeLimitExceeded(Exception):
+    """Raised inside a handler that ran past its time limit (see ``Worker``)."""
+
+
+@dataclass
+class Call:
+    """One run of a handler on a job: what the worker runs and what it tells the
+    middleware. ``run`` does the work (for an ``async def`` handler: returns the
+    coroutine). Tasks fill in ``name``, ``message`` and the callbacks; ``state`` is
+    the middleware's, from ``before`` to the last hook."""
+
+    job: Job
+    run: Callable[[], Any]
+    is_async: bool = False
+    name: str = ""
+    time_limit: float | None = None
+    max_attempts: int | None = None
+    message: Any = None
+    on_done: Callable[[Any], None] | None = None  # before the ACK
+    on_given_up: Callable[[BaseException], None] | None = None  # dead-lettered or dropped
+    state: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class Route:
     """What a queue's jobs go to."""
@@ -101,10 +137,18 @@ class Route:
     max_attempts: int
     dead_letter: str | None  # None: no dead-letter queue, the job is retried for ever
     dead_letter_at_most_once: bool = False  # a failing RETRY 0 job: dead letter, not dropped
+    time_limit: float | None = None  # seconds a handler may run (None: no limit)
+    prepare: Callable[[Job], Call] | None = None  # the call for a job (tasks); else the handler
     is_async: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.is_async = inspect.iscoroutinefunction(self.handler)
+
+    def call(self, job: Job) -> Call:
+        if self.prepare is not None:
+            return self.prepare(job)
+        handler = self.handler
+        return Call(job, lambda: handler(job), self.is_async, self.queue, self.time_limit)
 
 
 @dataclass
@@ -116,6 +160,11 @@ class Running:
     started: float
     touched: float
     retry: int | None = None
+    call: Call | None = None
+    thread_id: int = 0  # the handler's thread (a sync handler's time limit stops it)
+    future: concurrent.futures.Future[Any] | None = None  # an async handler's
+    timed_out: bool = False
+    finished: bool = False  # the handler returned: too late for a time limit
 
 
 def backoff(attempt: int, base: float, cap: float) -> int:
@@ -140,7 +189,7 @@ class Worker:
 
     def __init__(
         self,
-        *nodes: str,
+        *nodes: str | Sequence[str],
         concurrency: int = 4,
         max_attempts: int = 5,
         backoff_base: float = 1.0,
@@ -152,6 +201,8 @@ class Worker:
         follow_producers: bool = False,
         dead_letter_ttl: int = DEAD_LETTER_TTL,
         dead_letter_retry: int = DEAD_LETTER_RETRY,
+        time_limit: float | None = None,
+        middleware: Iterable[Middleware] = (),
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -170,9 +221,12 @@ class Worker:
         self.follow_producers = follow_producers  # GETJOB moves to where jobs are made
         self.dead_letter_ttl = dead_letter_ttl
         self.dead_letter_retry = dead_letter_retry
+        self.time_limit = time_limit  # the handlers' default (seconds)
+        self.middleware = list(middleware)
         self.routes: dict[str, Route] = {}
         self.only: list[str] | None = None  # run these queues only (disque-worker --queues)
         self.monitors: list[tuple[float, Callable[[dict[str, int]], None]]] = []
+        self.on_start: list[Callable[[Client], None]] = []  # run with the client, at start
         self.metrics: WorkerMetrics | None = None  # Prometheus counters, when asked for
         self.nack_delay = True  # False once a node refused NACK ... DELAY
         self.running: dict[str, Running] = {}
@@ -193,16 +247,23 @@ class Worker:
         max_attempts: int | None = None,
         dead_letter: str | None = "",
         dead_letter_at_most_once: bool = False,
+        time_limit: float | None = None,
+        prepare: Callable[[Job], Call] | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated function for ``queue``'s jobs. ``dead_letter``: the
         queue failed jobs end in ("" for ``<queue>:dead``, None for none);
         ``dead_letter_at_most_once``: failing RETRY 0 jobs go there too (else they
-        are dropped, as Disque's at-most-once delivery means)."""
+        are dropped, as Disque's at-most-once delivery means); ``time_limit``:
+        seconds a run may take (the worker's when None). ``prepare`` (tasks): makes
+        each job's ``Call`` instead."""
 
         def register(fn: Handler) -> Handler:
             dlq = f"{queue}:dead" if dead_letter == "" else dead_letter
             attempts = self.max_attempts if max_attempts is None else max_attempts
-            self.routes[queue] = Route(queue, fn, attempts, dlq, dead_letter_at_most_once)
+            limit = self.time_limit if time_limit is None else time_limit
+            self.routes[queue] = Route(
+                queue, fn, attempts, dlq, dead_letter_at_most_once, limit, prepare
+            )
             return fn
 
         return register
@@ -275,6 +336,8 @@ class Worker:
         if self.follow_producers:
             self.fetching.locality = Locality()
         self.fetching.connect()  # no node answers at the start: NoNodeAvailable, at once
+        for start in self.on_start:
+            start(self.fetching)
         if install_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self.on_signal)
@@ -284,7 +347,7 @@ class Worker:
             threading.Thread(target=self.watch, args=(every, fn), daemon=True)
             for every, fn in self.monitors
         ]
-        if any(self.routes[q].is_async for q in self.queues):
+        if any(self.routes[q].is_async or self.routes[q].prepare for q in self.queues):
             self.loop = asyncio.new_event_loop()
             side.append(
                 threading.Thread(target=self.loop.run_forever, daemon=True, name="disque-loop")
@@ -361,17 +424,27 @@ class Worker:
     def handle(self, job: Job) -> None:
         route = self.routes[job.queue]
         started = time.monotonic()
+        with self.lock:
+            running = self.running.get(job.id)
+        call: Call | None = None
         try:
-            if route.is_async:
-                assert self.loop is not None
-                future = asyncio.run_coroutine_threadsafe(route.handler(job), self.loop)
-                future.result()
-            else:
-                route.handler(job)
+            call = route.call(job)
+            if running is not None:
+                running.call, running.thread_id = call, threading.get_ident()
+            notify_before(self.middleware, call)
+            result = self.run_call(call, running)
+            if running is not None and running.timed_out:  # it caught TimeLimitExceeded
+                raise TimeLimitExceeded("returned after its time limit")
+        except LeaveToRetry:
+            pass  # neither ACK nor NACK: queued again after its RETRY
         except Exception as exc:  # the handler's failure is the job's, not the worker's
-            self.failed(route, job, exc)
+            error = exc
+            if running is not None and running.timed_out:
+                error = TimeLimitExceeded(f"ran past its time limit of {call_limit(call)} s")
+            self.failed(route, job, error, call or Call(job, lambda: None, name=route.queue))
         else:
-            self.done(job)
+            assert call is not None
+            self.done(job, call, result)
         finally:
             if self.metrics is not None:
                 self.metrics.handler_seconds.labels(job.queue).observe(time.monotonic() - started)
@@ -379,9 +452,32 @@ class Worker:
                 self.running.pop(job.id, None)
             self.slots.release()
 
-    def done(self, job: Job) -> None:
+    def run_call(self, call: Call, running: Running | None) -> Any:
+        """Run the handler; once it returned, a time limit no longer interrupts it.
+        (A limit that struck just as it returned fails this run: at-least-once.)"""
+        try:
+            if call.is_async:
+                assert self.loop is not None
+                future = asyncio.run_coroutine_threadsafe(call.run(), self.loop)
+                if running is not None:
+                    running.future = future
+                return future.result()
+            return call.run()
+        finally:
+            if running is not None:
+                with self.lock:
+                    running.finished = True
+
+    def done(self, job: Job, call: Call, result: Any) -> None:
         if job.id in self.abandoned:
             return  # NACKed by drain already: the next worker handles it again
+        notify(self.middleware, "after", call, result)
+        if call.on_done is not None:
+            try:
+                call.on_done(result)
+            except Exception as exc:  # not acknowledged: it runs again after its RETRY
+                log.warning("job %s: its result could not be kept (%s)", job.id, exc)
+                return
         try:
             self.client().ack(job.id)
         except DisqueError as exc:  # not lost: it is delivered again after its RETRY
@@ -389,26 +485,30 @@ class Worker:
             return
         self.count("processed", job.queue)
 
-    def failed(self, route: Route, job: Job, exc: Exception) -> None:
+    def failed(self, route: Route, job: Job, exc: Exception, call: Call) -> None:
         if job.id in self.abandoned:
             return
         attempts = job.nacks + job.additional_deliveries + 1
+        max_attempts = call.max_attempts or route.max_attempts
         error = f"{type(exc).__name__}: {exc}"
         asked = isinstance(exc, Retry)  # (asked for, not failed: no traceback)
         if not asked:
             self.count("failed", job.queue)
+            notify(self.middleware, "on_failure", call, exc)
         if job.at_most_once:
-            self.drop(route, job, attempts, error, exc)
+            self.drop(route, job, attempts, exc, call)
             return
-        if route.dead_letter is not None and attempts >= route.max_attempts:
+        if route.dead_letter is not None and (attempts >= max_attempts or isinstance(exc, Reject)):
             log.warning(
                 "job %s of %s failed (attempt %d)",
                 job.id,
                 job.queue,
                 attempts,
-                exc_info=None if asked else exc,
+                exc_info=None if asked or isinstance(exc, Reject) else exc,
             )
-            self.bury(route.dead_letter, job, attempts, error)
+            if self.bury(route.dead_letter, job, attempts, error):
+                notify(self.middleware, "on_dead_letter", call, exc, route.dead_letter)
+                self.give_up(call, exc)
             return
         delay = exc.delay if isinstance(exc, Retry) else None
         if delay is None:
@@ -434,7 +534,16 @@ class Worker:
                 "again after its RETRY",
                 job.id,
             )
+        notify(self.middleware, "on_retry", call, exc, delay)
         self.count("retried", job.queue)
+
+    def give_up(self, call: Call, exc: BaseException) -> None:
+        """The job will not run again: its caller, if waiting for a result, hears why."""
+        if call.on_given_up is not None:
+            try:
+                call.on_given_up(exc)
+            except Exception as error:
+                log.warning("job %s: its error result could not be sent (%s)", call.job.id, error)
 
     def nack(self, client: Client, job_id: str, delay: int) -> int:
         """NACK DELAY where the node takes it; a plain NACK once one refused it.
@@ -448,12 +557,15 @@ class Worker:
                 self.nack_delay = False
         return client.nack(job_id)
 
-    def drop(self, route: Route, job: Job, attempts: int, error: str, exc: Exception) -> None:
+    def drop(self, route: Route, job: Job, attempts: int, exc: Exception, call: Call) -> None:
         """A failing RETRY 0 job: Disque never delivers it again. Dead-lettered when
         the route asks for it; else said, counted, and acknowledged (nothing of it
         is left to run)."""
         if route.dead_letter is not None and route.dead_letter_at_most_once:
-            self.bury(route.dead_letter, job, attempts, error)
+            error = f"{type(exc).__name__}: {exc}"
+            if self.bury(route.dead_letter, job, attempts, error):
+                notify(self.middleware, "on_dead_letter", call, exc, route.dead_letter)
+                self.give_up(call, exc)
             return
         log.warning(
             "job %s of %s failed and is dropped: RETRY 0 (at most once) jobs are "
@@ -463,12 +575,13 @@ class Worker:
             exc_info=exc,
         )
         self.count("dropped", job.queue)
+        self.give_up(call, exc)
         with contextlib.suppress(DisqueError):
             self.client().ack(job.id)
 
-    def bury(self, queue: str, job: Job, attempts: int, error: str) -> None:
+    def bury(self, queue: str, job: Job, attempts: int, error: str) -> bool:
         """Dead-letter: ADDJOB there first (on 2 nodes when the cluster has them),
-        then ACKJOB; never the other way round."""
+        then ACKJOB; never the other way round. False when the ADDJOB failed."""
         client = self.client()
         try:
             client.add_job(
@@ -481,7 +594,7 @@ class Worker:
             )
         except (ConnectionLost, DisqueError) as exc:
             log.warning("could not dead-letter %s (%s): it will be delivered again", job.id, exc)
-            return
+            return False
         try:
             client.ack(job.id)
         except DisqueError as exc:
@@ -495,6 +608,7 @@ class Worker:
             error,
         )
         self.count("dead_lettered", job.queue)
+        return True
 
     def count(self, what: str, queue: str) -> None:
         if self.metrics is not None:
@@ -511,8 +625,11 @@ class Worker:
             with self.lock:
                 running = list(self.running.values())
             for item in running:
-                if now - item.started < 1.0:
-                    continue
+                limit = call_limit(item.call)
+                if limit is not None and now - item.started >= limit and not item.timed_out:
+                    self.time_out(item, limit)
+                if now - item.started < 1.0 or item.timed_out:
+                    continue  # a timed-out job gets no more WORKING
                 jid = item.job.id
                 try:
                     if item.retry is None:
@@ -527,6 +644,30 @@ class Worker:
                 except DisqueError as exc:
                     log.debug("WORKING %s: %s", jid, exc)
 
+    def time_out(self, item: Running, limit: float) -> None:
+        """Stop a handler past its time limit: TimeLimitExceeded raised in its thread
+        (a sync one; code blocked in C sees it when it comes back to Python) or its
+        task cancelled (async). Its job is then NACKed, or dead-lettered on its last
+        attempt, as any failure."""
+        with self.lock:
+            if item.finished or item.call is None:
+                return
+            item.timed_out = True
+            if item.future is not None:
+                item.future.cancel()
+            elif item.thread_id:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(item.thread_id), ctypes.py_object(TimeLimitExceeded)
+                )
+        log.warning(
+            "job %s of %s ran past its time limit of %s s: stopping it",
+            item.job.id,
+            item.job.queue,
+            limit,
+        )
+        self.count("timed_out", item.job.queue)
+        notify(self.middleware, "on_time_limit", item.call, limit)
+
     def watch(self, every: float, fn: Callable[[dict[str, int]], None]) -> None:
         while not self.stopping.wait(every):
             try:
@@ -534,6 +675,16 @@ class Worker:
                 fn(sizes)
             except Exception as exc:  # a monitor hook must not stop the worker
                 log.warning("queue monitor failed: %s", exc)
+
+
+def call_limit(call: Call | None) -> float | None:
+    return call.time_limit if call is not None else None
+
+
+def notify_before(middleware: list[Middleware], call: Call) -> None:
+    """``before`` hooks: what they raise fails the job (see middleware.py)."""
+    for item in middleware:
+        item.before(call)
 
 
 def dead_letter_copies(client: Client) -> int:
@@ -574,15 +725,27 @@ class HandlerThreads:
 
 
 def load_worker(spec: str) -> Worker:
-    """``module:attribute`` (``module`` alone: its ``worker``)."""
+    """``module:attribute``: a ``disque.Worker``, or a ``disque.tasks.Tasks`` (its
+    ``worker()``); ``module`` alone: its ``worker``, else its ``tasks``."""
     import importlib
 
+    from disque.tasks import Tasks  # (tasks build on this module: imported when used)
+
     module_name, _, attr = spec.partition(":")
-    module = importlib.import_module(module_name)
-    worker = getattr(module, attr or "worker", None)
-    if not isinstance(worker, Worker):
-        raise ValueError(f"{spec}: no disque.Worker there")
-    return worker
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        raise
+    except Exception as exc:  # the application's own error, said in one line
+        raise ValueError(f"{module_name}: {type(exc).__name__}: {exc}") from None
+    found = getattr(module, attr, None) if attr else None
+    if not attr:
+        found = getattr(module, "worker", None) or getattr(module, "tasks", None)
+    if isinstance(found, Tasks):
+        found = found.worker()
+    if not isinstance(found, Worker):
+        raise ValueError(f"{spec}: no disque.Worker or disque.tasks.Tasks there")
+    return found
 
 
 def only_known(worker: Worker, queues: Iterable[str]) -> list[str]:

@@ -253,7 +253,7 @@ def test_the_worker_command_refuses_what_it_cannot_run(tmp_path: Path, node: Nod
     app_module(tmp_path, node)
     for args, message in [
         (["nosuchmodule:worker"], "No module named 'nosuchmodule'"),
-        (["app:nothing"], "app:nothing: no disque.Worker there"),
+        (["app:nothing"], "app:nothing: no disque.Worker or disque.tasks.Tasks there"),
         (["app:worker", "--queues", "other"], "no handler for queue(s): other"),
     ]:
         proc = subprocess.run(
