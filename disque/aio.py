@@ -189,6 +189,16 @@ class AsyncClient(ClientBase):
         async for item in self.scan("JSCAN", jscan_options(count, queue, states)):
             yield text(item)
 
+    async def jscan_jobs(
+        self, *, count: int | None = None, queue: str | None = None, states: Sequence[str] = ()
+    ) -> AsyncIterator[dict[str, Any]]:
+        """JSCAN ... REPLY all: every job as SHOW shows it (a dict)."""
+        options = [*jscan_options(count, queue, states), "REPLY", "all"]
+        async for item in self.scan("JSCAN", options):
+            shown = pairs(item)
+            if shown is not None:
+                yield shown
+
     async def scan(self, command: str, options: list[Any]) -> AsyncIterator[Any]:
         cursor: Any = b"0"
         while True:

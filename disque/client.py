@@ -214,6 +214,15 @@ class Client(ClientBase):
         for item in self.scan("JSCAN", jscan_options(count, queue, states)):
             yield text(item)
 
+    def jscan_jobs(
+        self, *, count: int | None = None, queue: str | None = None, states: Sequence[str] = ()
+    ) -> Iterator[dict[str, Any]]:
+        """JSCAN ... REPLY all: every job as SHOW shows it (a dict)."""
+        for item in self.scan("JSCAN", [*jscan_options(count, queue, states), "REPLY", "all"]):
+            shown = pairs(item)
+            if shown is not None:
+                yield shown
+
     def scan(self, command: str, options: list[Any]) -> Iterator[Any]:
         cursor: Any = b"0"
         while True:

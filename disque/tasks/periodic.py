@@ -1,0 +1,194 @@
+"""Periodic tasks, their schedule kept in Disque itself: no scheduler process.
+
+    @tasks.periodic(every=60)
+    def purge_sessions():
+        ...
+
+A schedule is a chain of *ticks*: jobs in the queue ``periodic:<task name>``,
+each due at a planned time (its DELAY), with copies on two nodes. The worker
+that gets a tick sends the task's message, adds the next tick (due a period
+after this one's planned time, so ticks do not drift), then acknowledges the
+tick. One GETJOB gets a tick, so it fires once however many workers run.
+
+* A node lost is a copy lost: the other copy is queued by its node after the
+  tick's RETRY (at most a minute), and the chain goes on.
+* The first worker to start finds no tick on any reachable node and adds the
+  first one, due at once. Workers that start at the same moment may add one
+  each; a tick is dropped, not fired, when another live tick is planned for
+  the same slot with a smaller ID, or for a later slot (someone fired this one
+  already). A tick found long overdue (no worker ran) fires once, and the next
+  is planned from now: missed ticks are not made up.
+* At-least-once, as every job: a worker that dies between sending the call and
+  acknowledging the tick makes that tick fire again (after the RETRY).
+* Ticks are whole seconds (DELAY is), queued within a second of their plan.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from disque.client import Client
+from disque.errors import DisqueError
+from disque.protocol import PRIORITY_FAILING, text
+from disque.tasks.message import FORMAT, Message
+from disque.worker import LeaveToRetry, dead_letter_copies
+
+if TYPE_CHECKING:
+    from disque.job import Job
+    from disque.tasks.app import Tasks
+    from disque.worker import Worker
+
+log = logging.getLogger("disque.periodic")
+
+TICK_TIMEOUT_MS = 5000
+TICK_RETRY_MAX = 60  # a tick whose node was lost is queued by another one within this
+LIVE_STATES = ("wait-repl", "active", "queued")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    task: str  # the task's name
+    every: int  # seconds
+    queue: str  # where its calls go
+
+    @property
+    def tick_queue(self) -> str:
+        return f"periodic:{self.task}"
+
+    @property
+    def retry(self) -> int:
+        return min(max(5, self.every), TICK_RETRY_MAX)
+
+    def tick_body(self, due_ms: int) -> bytes:
+        fields = {"v": FORMAT, "periodic": self.task, "every": self.every, "due": due_ms}
+        return json.dumps(fields).encode()
+
+
+@dataclass(frozen=True)
+class Tick:
+    id: str
+    due: int  # planned, ms since the epoch
+
+
+def install(tasks: Tasks, worker: Worker) -> None:
+    """The worker gets each schedule's ticks, and adds the first tick where none is."""
+    for schedule in tasks.schedules.values():
+        worker.handler(schedule.tick_queue, dead_letter=None)(Ticker(tasks, worker, schedule))
+    worker.on_start.append(lambda client: start_schedules(tasks, client))
+
+
+def start_schedules(tasks: Tasks, client: Client) -> None:
+    for schedule in tasks.schedules.values():
+        try:
+            if not live_ticks(client, schedule):
+                add_tick(client, schedule, now_ms())
+                log.info("periodic %s: every %d s, first tick now", schedule.task, schedule.every)
+        except DisqueError as exc:  # the next worker to start adds it
+            log.warning("periodic %s: could not check its tick (%s)", schedule.task, exc)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def add_tick(client: Client, schedule: Schedule, due_ms: int) -> str:
+    delay = max(0, math.ceil((due_ms - now_ms()) / 1000))
+    return client.add_job(
+        schedule.tick_queue,
+        schedule.tick_body(due_ms),
+        TICK_TIMEOUT_MS,
+        replicate=dead_letter_copies(client),
+        retry=schedule.retry,
+        ttl=delay + max(600, 10 * schedule.retry),
+        delay=delay or None,
+    )
+
+
+def due_of(body: bytes) -> int:
+    try:
+        return int(json.loads(body)["due"])
+    except (ValueError, KeyError, TypeError):
+        return 0
+
+
+def live_ticks(client: Client, schedule: Schedule) -> dict[str, Tick]:
+    """The schedule's ticks not acknowledged, on every reachable node (JSCAN)."""
+    found: dict[str, Tick] = {}
+    for node in client.hello().nodes:
+        if node.priority >= PRIORITY_FAILING or not node.host:
+            continue
+        with Client(
+            f"{node.host}:{node.port}",
+            password=client.password,
+            tls=client.tls,
+            stay=True,
+            max_moves=1,
+            socket_timeout=5.0,
+            connect_timeout=2.0,
+        ) as one:
+            try:
+                for shown in one.jscan_jobs(queue=schedule.tick_queue, states=LIVE_STATES):
+                    jid = text(shown["id"])
+                    found[jid] = Tick(jid, due_of(shown.get("body", b"")))
+            except DisqueError as exc:
+                log.debug("periodic %s: JSCAN on %s: %s", schedule.task, node.host, exc)
+    return found
+
+
+class Ticker:
+    """The handler of a schedule's tick queue."""
+
+    def __init__(self, tasks: Tasks, worker: Worker, schedule: Schedule) -> None:
+        self.tasks = tasks
+        self.worker = worker
+        self.schedule = schedule
+
+    def __call__(self, job: Job) -> None:
+        schedule, client = self.schedule, self.client()
+        tick = Tick(job.id, due_of(job.body))
+        try:
+            if self.superseded(tick, live_ticks(client, schedule)):
+                log.info("periodic %s: tick %s dropped (another has it)", schedule.task, job.id)
+            else:
+                task = self.tasks.registry[schedule.task]
+                self.tasks.send(task, Message(task.name), task.options, None, client)
+                next_id = add_tick(client, schedule, self.next_due(tick.due))
+                log.debug("periodic %s: tick %s fired, next %s", schedule.task, job.id, next_id)
+            client.ack(job.id)
+        except DisqueError as exc:  # the tick is queued again after its RETRY
+            log.warning("periodic %s: tick failed (%s)", schedule.task, exc)
+            raise LeaveToRetry from None
+
+    def client(self) -> Client:
+        """A client on the node this worker's GETJOB waits on: the call and the next
+        tick are added there, so they are delivered at once (a job queued on a node
+        no client waits on reaches the others through federation, seconds later)."""
+        fetching = self.worker.fetching
+        if fetching is not None and fetching.address is not None:
+            host, port = fetching.address
+            return self.worker.client_on(f"{host}:{port}")
+        return self.tasks.client()
+
+    def superseded(self, tick: Tick, live: dict[str, Tick]) -> bool:
+        """Another live tick planned for this slot with a smaller ID, or for a later
+        slot (this slot fired already)."""
+        half = self.schedule.every * 500
+        for other in live.values():
+            if other.id == tick.id:
+                continue
+            if other.due > tick.due + half:
+                return True
+            if abs(other.due - tick.due) <= half and other.id < tick.id:
+                return True
+        return False
+
+    def next_due(self, due: int) -> int:
+        """A period after the planned time; from now when that is past already."""
+        every_ms = self.schedule.every * 1000
+        now = now_ms()
+        return due + every_ms if due + every_ms > now else now + every_ms
