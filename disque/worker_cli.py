@@ -1,10 +1,13 @@
 """``disque-worker module:worker``: run the handlers of a ``disque.Worker``.
 
     disque-worker app.tasks:worker --concurrency 8 --queues emails --metrics-port 9109
+    disque-worker app:tasks --processes 4
 
 The module is imported from the current directory (as ``rq worker`` and
-``dramatiq`` do); ``module`` alone means its ``worker``. SIGTERM and Ctrl-C
-stop fetching and give the running handlers the grace period.
+``dramatiq`` do); ``module`` alone means its ``worker``, else its ``tasks`` (a
+``disque.tasks.Tasks``). SIGTERM and Ctrl-C stop fetching and give the running
+handlers the grace period. ``--processes N`` runs N of them under a
+supervisor (supervisor.py); process i serves metrics on ``--metrics-port`` + i.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Annotated
 import typer
 
 from disque.errors import DisqueError
+from disque.supervisor import SUPERVISED_ENV, Supervisor, die_with_supervisor
 from disque.worker import Worker, load_worker, only_known
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
@@ -42,12 +46,22 @@ def work(
         int | None, typer.Option(help="serve Prometheus metrics on this port")
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error")] = "info",
+    processes: Annotated[
+        int, typer.Option("--processes", "-p", min=1, help="worker processes (a supervisor)")
+    ] = 1,
 ) -> None:
     """Run the handlers of a disque.Worker until SIGTERM or Ctrl-C."""
     level = logging.getLevelName(log_level.upper())
     if not isinstance(level, int):
         raise typer.BadParameter(f"unknown level {log_level!r}", param_hint="--log-level")
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if processes > 1:
+        child = child_argv(spec, concurrency, queues, nodes, grace, metrics_port, log_level)
+        supervisor = Supervisor(child, processes, grace if grace is not None else 30.0)
+        raise typer.Exit(supervisor.run())
+    die_with_supervisor()
+    if metrics_port is not None and SUPERVISED_ENV in os.environ:
+        metrics_port += int(os.environ[SUPERVISED_ENV])
     sys.path.insert(0, os.getcwd())
     try:
         worker = load_worker(spec)
@@ -62,6 +76,31 @@ def work(
     except DisqueError as exc:
         typer.echo(f"disque-worker: {exc}", err=True)
         raise typer.Exit(1) from None
+
+
+def child_argv(
+    spec: str,
+    concurrency: int | None,
+    queues: list[str] | None,
+    nodes: list[str] | None,
+    grace: float | None,
+    metrics_port: int | None,
+    log_level: str,
+) -> list[str]:
+    """The command line of one supervised worker process: the same, one process."""
+    argv = [sys.executable, "-m", "disque.worker_cli", spec, "--log-level", log_level]
+    for name, value in (
+        ("--concurrency", concurrency),
+        ("--grace", grace),
+        ("--metrics-port", metrics_port),
+    ):
+        if value is not None:
+            argv += [name, str(value)]
+    for queue in queues or ():
+        argv += ["--queues", queue]
+    for node in nodes or ():
+        argv += ["--node", node]
+    return argv
 
 
 def configure(
