@@ -53,8 +53,9 @@ from dramatiq.results.backend import DEFAULT_TIMEOUT, Missing
 from disque.client import Client
 from disque.errors import ConnectionLost, DisqueError, NoJob, NoNodeAvailable
 from disque.job import Job
-from disque.protocol import PRIORITY_FAILING
+from disque.scan import jobs_everywhere
 from disque.tls import TLS
+from disque.worker import dead_letter_copies
 
 JOB_ID = "disque_job_id"  # the message option holding its job's ID
 NODE = "disque_node"  # ... and the node that delivered it
@@ -62,7 +63,6 @@ DEFAULT_RETRY = 60
 DEFAULT_TTL = 24 * 3600
 DEAD_MESSAGE_TTL = 7 * 24 * 3600
 ADD_TIMEOUT_MS = 5000
-LIVE_STATES = ("wait-repl", "active", "queued")
 
 
 class DisqueBroker(Broker):
@@ -157,18 +157,7 @@ class DisqueBroker(Broker):
 
     def live_jobs(self, queue_name: str) -> set[str]:
         """The IDs of the queue's jobs not acknowledged, on every reachable node."""
-        found: set[str] = set()
-        for node in self.client().hello().nodes:
-            if node.priority >= PRIORITY_FAILING or not node.host:
-                continue
-            with self.client_on(f"{node.host}:{node.port}") as one:
-                found.update(one.jscan(queue=queue_name, states=LIVE_STATES))
-        return found
-
-    def client_on(self, node: str) -> Client:
-        return Client(
-            node, password=self.password, tls=self.tls, stay=True, max_moves=1, socket_timeout=10.0
-        )
+        return set(jobs_everywhere(self.client(), queue_name))
 
     def flush(self, queue_name: str) -> None:
         """Drop every message of the queue, on every reachable node."""
@@ -334,12 +323,7 @@ class DisqueBackend(ResultBackend):
             message_key,
             self.encoder.encode(result),
             ADD_TIMEOUT_MS,
-            replicate=result_copies(self.client()),
+            replicate=dead_letter_copies(self.client()),
             retry=min(30, seconds),
             ttl=seconds,
         )
-
-
-def result_copies(client: Client) -> int:
-    reachable = sum(1 for node in client.hello().nodes if node.priority < PRIORITY_FAILING)
-    return max(1, min(2, reachable))

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from disque.client import Client
 from disque.errors import DisqueError
-from disque.protocol import PRIORITY_FAILING, text
+from disque.scan import jobs_everywhere
 from disque.tasks.message import FORMAT, Message
 from disque.worker import LeaveToRetry, dead_letter_copies
 
@@ -47,7 +47,6 @@ log = logging.getLogger("disque.periodic")
 
 TICK_TIMEOUT_MS = 5000
 TICK_RETRY_MAX = 60  # a tick whose node was lost is queued by another one within this
-LIVE_STATES = ("wait-repl", "active", "queued")
 
 
 @dataclass(frozen=True)
@@ -117,27 +116,9 @@ def due_of(body: bytes) -> int:
 
 
 def live_ticks(client: Client, schedule: Schedule) -> dict[str, Tick]:
-    """The schedule's ticks not acknowledged, on every reachable node (JSCAN)."""
-    found: dict[str, Tick] = {}
-    for node in client.hello().nodes:
-        if node.priority >= PRIORITY_FAILING or not node.host:
-            continue
-        with Client(
-            f"{node.host}:{node.port}",
-            password=client.password,
-            tls=client.tls,
-            stay=True,
-            max_moves=1,
-            socket_timeout=5.0,
-            connect_timeout=2.0,
-        ) as one:
-            try:
-                for shown in one.jscan_jobs(queue=schedule.tick_queue, states=LIVE_STATES):
-                    jid = text(shown["id"])
-                    found[jid] = Tick(jid, due_of(shown.get("body", b"")))
-            except DisqueError as exc:
-                log.debug("periodic %s: JSCAN on %s: %s", schedule.task, node.host, exc)
-    return found
+    """The schedule's ticks not acknowledged, on every reachable node."""
+    found = jobs_everywhere(client, schedule.tick_queue)
+    return {jid: Tick(jid, due_of(shown.get("body", b""))) for jid, shown in found.items()}
 
 
 class Ticker:

@@ -1,0 +1,233 @@
+"""A kombu transport on Disque, so Celery runs on a Disque cluster.
+
+    import disque.brokers.kombu  # registers disque:// with kombu
+
+    app = Celery("shop", broker="disque://127.0.0.1:7711")
+    app.conf.broker_transport_options = {"nodes": ["127.0.0.1:7712"], "replicate": 2}
+    app.conf.task_acks_late = True
+
+    # celery -A shop worker   (Celery's own worker command)
+
+(Or, without the import: ``broker_transport="disque.brokers.kombu:Transport"``.)
+
+A kombu message is a Disque job: the message (kombu's JSON envelope: body,
+headers, properties) is the job's body, its queue the job's queue, and the
+delivery tag the job's ID. How kombu's parts map onto Disque's:
+
+* publish: ADDJOB (``replicate``, ``retry``, ``ttl`` from the transport
+  options; Disque's defaults otherwise). A direct exchange this process has
+  no binding for routes to the queue named by the routing key.
+* consume: one GETJOB over every queue consumed, up to the prefetch, blocking
+  up to a second: no polling loop.
+* ack: ACKJOB. reject with requeue (and messages left unacknowledged when a
+  worker stops): NACK, so another worker gets them at once; reject without
+  requeue: ACKJOB (dropped).
+* A message held unacknowledged (a long task with ``acks_late``, a task with
+  an ETA or countdown, which Celery keeps in the worker) gets WORKING every
+  half RETRY, so it is not delivered twice. A worker that dies stops sending
+  it, and Disque delivers its messages again after their RETRY
+  (``retry``, default 60 s). Half the message's TTL (12 h by default) is the
+  longest Disque lets WORKING postpone it: longer ETAs are delivered again.
+
+What it cannot do, said plainly: fanout and topic exchanges. Celery's remote
+control (``celery inspect``, ``control``), its events (Flower) and worker
+gossip need broadcast, which Disque has not: Celery turns them off on this
+transport. Priorities: none (Disque has none). ``_size`` is the QLEN of one node.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from queue import Empty
+from typing import Any
+
+from kombu.transport import TRANSPORT_ALIASES, virtual
+
+from disque.client import Client
+from disque.errors import ConnectionLost, DisqueError, NoJob, NoNodeAvailable
+from disque.scan import jobs_everywhere
+
+DEFAULT_PORT = 7711
+DEFAULT_RETRY = 60
+FETCH_TIMEOUT_MS = 1000
+FETCH_COUNT = 10  # with no prefetch limit
+
+
+class Channel(virtual.Channel):
+    """One kombu channel: a client for publishing and acknowledging (any thread)
+    and one for fetching (the consuming thread)."""
+
+    do_restore = True
+
+    def __init__(self, connection: Any, **kwargs: Any) -> None:
+        super().__init__(connection, **kwargs)
+        options = self.connection.client.transport_options
+        self.replicate: int | None = options.get("replicate")
+        self.retry: int = int(options.get("retry", DEFAULT_RETRY))
+        self.ttl: int | None = options.get("ttl")
+        self.local = threading.local()
+        self.fetching = self.new_client()
+        self.lock = threading.Lock()
+        self.held: dict[str, float] = {}  # job ID -> when last said WORKING
+
+    # ---- clients ----------------------------------------------------------------------
+    def seeds(self) -> list[str]:
+        conninfo = self.connection.client
+        seeds = [f"{conninfo.hostname or '127.0.0.1'}:{conninfo.port or DEFAULT_PORT}"]
+        return seeds + list(conninfo.transport_options.get("nodes", []))
+
+    def new_client(self) -> Client:
+        return Client(*self.seeds(), password=self.connection.client.password or None)
+
+    def client(self) -> Client:
+        client: Client | None = getattr(self.local, "client", None)
+        if client is None:
+            client = self.local.client = self.new_client()
+        return client
+
+    # ---- queues -----------------------------------------------------------------------
+    def _new_queue(self, queue: str, **kwargs: Any) -> None:
+        pass  # a Disque queue exists while it holds jobs
+
+    def _has_queue(self, queue: str, **kwargs: Any) -> bool:
+        return True
+
+    def _delete(self, queue: str, *args: Any, **kwargs: Any) -> None:
+        self._purge(queue)
+
+    def _size(self, queue: str) -> int:
+        return self.client().qlen(queue)
+
+    def _purge(self, queue: str) -> int:
+        ids = list(jobs_everywhere(self.client(), queue))
+        for start in range(0, len(ids), 500):
+            self.client().ack(*ids[start : start + 500])
+        return len(ids)
+
+    def _lookup(self, exchange: str, routing_key: str, default: Any = None) -> list[str]:
+        """A direct exchange declared in another process (the worker's) routes by
+        its routing key here too: bindings are not shared through Disque."""
+        if exchange and exchange not in self.state.exchanges:
+            return [routing_key]
+        return list(super()._lookup(exchange, routing_key, default))
+
+    # ---- messages ---------------------------------------------------------------------
+    def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
+        try:
+            self.client().add_job(
+                queue,
+                json.dumps(message),
+                5000,
+                replicate=self.replicate,
+                retry=self.retry,
+                ttl=self.ttl,
+            )
+        except (ConnectionLost, NoNodeAvailable) as exc:
+            raise self.connection.connection_errors[0](str(exc)) from None
+
+    def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
+        jobs = self.fetching.get_job(queue, nohang=True)
+        if not jobs:
+            raise Empty()
+        return self.received(jobs[0].id, jobs[0].body)
+
+    def received(self, job_id: str, body: bytes) -> dict[str, Any]:
+        """The kombu message in a job, its delivery tag the job's ID."""
+        message: dict[str, Any] = json.loads(body)
+        message["properties"]["delivery_tag"] = job_id
+        with self.lock:
+            self.held[job_id] = time.monotonic()
+        return message
+
+    def drain_events(
+        self, timeout: float | None = None, callback: Callable[..., Any] | None = None
+    ) -> None:
+        """One GETJOB over every queue consumed (blocking up to a second), each
+        job handed to kombu; WORKING for what is held past half its RETRY."""
+        self.keep_alive()
+        deliver = callback or self.connection._deliver
+        if not (self._consumers and self.qos.can_consume()):
+            raise Empty()
+        count = self.qos.can_consume_max_estimate() or FETCH_COUNT
+        wait = (
+            FETCH_TIMEOUT_MS
+            if timeout is None
+            else max(1, min(FETCH_TIMEOUT_MS, int(timeout * 1000)))
+        )
+        try:
+            jobs = self.fetching.get_job(*self._active_queues, timeout=wait, count=count)
+        except (ConnectionLost, NoNodeAvailable) as exc:
+            raise self.connection.connection_errors[0](str(exc)) from None
+        if not jobs:
+            raise Empty()
+        for job in jobs:
+            deliver(self.received(job.id, job.body), job.queue)
+
+    def keep_alive(self) -> None:
+        now = time.monotonic()
+        with self.lock:
+            due = [jid for jid, said in self.held.items() if now - said >= self.retry / 2]
+        for jid in due:
+            try:
+                self.fetching.working(jid)
+            except NoJob:
+                pass
+            except DisqueError:
+                continue
+            with self.lock:
+                if jid in self.held:
+                    self.held[jid] = now
+
+    def forget(self, job_id: str) -> None:
+        with self.lock:
+            self.held.pop(job_id, None)
+
+    def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
+        self.forget(delivery_tag)
+        try:
+            self.client().ack(delivery_tag)
+        finally:
+            super().basic_ack(delivery_tag)
+
+    def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
+        self.forget(delivery_tag)
+        try:
+            if requeue:
+                self.client().nack(delivery_tag)
+            else:
+                self.client().ack(delivery_tag)
+        finally:
+            self.qos.ack(delivery_tag)  # released here: no copy put back by kombu
+
+    def _restore(self, message: Any) -> None:
+        """An unacknowledged message at close (or basic_recover): NACK, queued again."""
+        self.forget(message.delivery_tag)
+        self.client().nack(message.delivery_tag)
+
+    def close(self) -> None:
+        super().close()  # (restores what is unacknowledged first)
+        self.fetching.close()
+
+
+class Transport(virtual.Transport):
+    Channel = Channel
+    default_port = DEFAULT_PORT  # type: ignore[assignment]  # (kombu types it None)
+    polling_interval = 0  # drain_events blocks in GETJOB: no sleep between polls
+    driver_type = "disque"
+    driver_name = "disque"
+    connection_errors = (OSError, NoNodeAvailable)  # type: ignore[assignment]
+    channel_errors = (DisqueError,)
+    implements = virtual.Transport.implements.extend(
+        asynchronous=False, exchange_type=frozenset(["direct"]), heartbeats=False
+    )
+
+    def driver_version(self) -> str:
+        from importlib.metadata import version
+
+        return version("disque-py")
+
+
+TRANSPORT_ALIASES.setdefault("disque", "disque.brokers.kombu:Transport")
