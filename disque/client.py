@@ -33,6 +33,7 @@ from disque.commands import (
     Address,
     ClientBase,
     add_job_args,
+    add_job_args_for,
     failure,
     get_job_args,
     jobs_of,
@@ -42,7 +43,7 @@ from disque.commands import (
     pairs,
     qscan_options,
 )
-from disque.errors import DisqueError, NoAuth, NoNodeAvailable
+from disque.errors import ConnectionLost, DisqueError, NoAuth, NoNodeAvailable, reply_error
 from disque.job import Job
 from disque.protocol import Hello, connect, info_numbers, parse_hello, parse_info, text
 
@@ -137,6 +138,37 @@ class Client(ClientBase):
             queue, body, timeout, replicate, delay, retry, ttl, maxlen, asynchronous
         )
         return text(self.execute(*args))
+
+    def add_jobs(
+        self,
+        queue: str,
+        bodies: Sequence[str | bytes],
+        timeout: int = 0,
+        **options: Any,
+    ) -> list[str | DisqueError]:
+        """Many ADDJOBs to one queue in one round trip (pipelined), each with
+        ``add_job``'s options: each one's job ID, or the error it got (NoRepl ...).
+        Each job is replicated as asked before its reply comes, as one ADDJOB's.
+        A connection lost midway raises ConnectionLost: some may have been added."""
+        if not bodies:
+            return []
+        if self._conn is None:
+            self.connect()
+        assert self._conn is not None
+        pipe = self._conn.pipeline(transaction=False)
+        for body in bodies:
+            pipe.execute_command(*add_job_args_for(queue, body, timeout, options))
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            self.close()
+            raise ConnectionLost(f"ADDJOB x{len(bodies)}: {exc} (some may have run)") from None
+        return [
+            (failure(reply, "ADDJOB") or reply_error(str(reply)))
+            if isinstance(reply, Exception)
+            else text(reply)
+            for reply in replies
+        ]
 
     def get_job(
         self,

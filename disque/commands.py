@@ -158,6 +158,26 @@ def add_job_args(
     return args
 
 
+def add_job_args_for(
+    queue: str, body: str | bytes, timeout: int, options: dict[str, Any]
+) -> list[Any]:
+    """ADDJOB's command line from ``add_job``'s keyword options."""
+    unknown = set(options) - {"replicate", "delay", "retry", "ttl", "maxlen", "asynchronous"}
+    if unknown:
+        raise TypeError(f"unknown ADDJOB option(s): {', '.join(sorted(unknown))}")
+    return add_job_args(
+        queue,
+        body,
+        timeout,
+        options.get("replicate"),
+        options.get("delay"),
+        options.get("retry"),
+        options.get("ttl"),
+        options.get("maxlen"),
+        bool(options.get("asynchronous", False)),
+    )
+
+
 def get_job_args(
     queues: Sequence[str],
     timeout: int | None,

@@ -153,13 +153,15 @@ class Route:
 
 @dataclass
 class Running:
-    """A job being handled: when it started, when it was last said WORKING, its RETRY
-    (learnt with SHOW once it runs long enough for it to matter)."""
+    """A job fetched and not finished: when it was fetched and when its handler began
+    (it may wait its turn: the worker fetches ahead), when it was last said WORKING
+    (waiting or running), its RETRY (learnt with SHOW once it matters)."""
 
     job: Job
-    started: float
+    started: float  # fetched
     touched: float
     retry: int | None = None
+    began: float = 0.0  # the handler started (0: waiting its turn)
     call: Call | None = None
     thread_id: int = 0  # the handler's thread (a sync handler's time limit stops it)
     future: concurrent.futures.Future[Any] | None = None  # an async handler's
@@ -235,6 +237,7 @@ class Worker:
         self.fetching: Client | None = None  # the client GETJOB runs on
         self.lock = threading.Lock()
         self.slots = threading.Semaphore(concurrency)  # (made again by run: --concurrency)
+        self.acks: Acks | None = None  # while running
         self.stopping = threading.Event()
         self.local = threading.local()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -279,6 +282,11 @@ class Worker:
             return fn
 
         return register
+
+    @property
+    def prefetch(self) -> int:
+        """Jobs fetched at most and not finished: twice the concurrency."""
+        return 2 * self.concurrency
 
     @property
     def queues(self) -> list[str]:
@@ -331,7 +339,9 @@ class Worker:
             raise ValueError("no handler for the queues asked for: nothing to run")
         self.stopping.clear()
         self.abandoned.clear()
-        self.slots = threading.Semaphore(self.concurrency)
+        # Jobs fetched and not finished: as many again as run at once wait their turn,
+        # so that a GETJOB brings several (one round trip for many jobs).
+        self.slots = threading.Semaphore(self.prefetch)
         self.fetching = self.client()
         if self.follow_producers:
             self.fetching.locality = Locality()
@@ -342,6 +352,7 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self.on_signal)
         pool = HandlerThreads(self.concurrency, self.handle)
+        self.acks = Acks(self.acknowledge)
         side = [threading.Thread(target=self.keep_alive, daemon=True, name="disque-working")]
         side += [
             threading.Thread(target=self.watch, args=(every, fn), daemon=True)
@@ -385,7 +396,7 @@ class Worker:
             if not self.slots.acquire(timeout=0.2):
                 continue
             free = 1
-            while free < self.concurrency and self.slots.acquire(blocking=False):
+            while free < self.prefetch and self.slots.acquire(blocking=False):
                 free += 1
             try:
                 jobs = client.get_job(
@@ -419,6 +430,8 @@ class Worker:
                 with contextlib.suppress(DisqueError):
                     self.on_its_node(job, methodcaller("nack", job.id))
         pool.shutdown()
+        if self.acks is not None:
+            self.acks.close()  # the last ACKJOB sent before run() returns
 
     # ---- one job ----------------------------------------------------------------------
     def handle(self, job: Job) -> None:
@@ -426,6 +439,11 @@ class Worker:
         started = time.monotonic()
         with self.lock:
             running = self.running.get(job.id)
+        if self.stopping.is_set():  # fetched ahead, never started: queued again at once
+            self.put_back(job)
+            return
+        if running is not None:
+            running.began = started
         call: Call | None = None
         try:
             call = route.call(job)
@@ -451,6 +469,13 @@ class Worker:
             with self.lock:
                 self.running.pop(job.id, None)
             self.slots.release()
+
+    def put_back(self, job: Job) -> None:
+        with contextlib.suppress(DisqueError):
+            self.on_its_node(job, methodcaller("nack", job.id))
+        with self.lock:
+            self.running.pop(job.id, None)
+        self.slots.release()
 
     def run_call(self, call: Call, running: Running | None) -> Any:
         """Run the handler; once it returned, a time limit no longer interrupts it.
@@ -478,12 +503,20 @@ class Worker:
             except Exception as exc:  # not acknowledged: it runs again after its RETRY
                 log.warning("job %s: its result could not be kept (%s)", job.id, exc)
                 return
+        assert self.acks is not None
+        self.acks.add(job)
+
+    def acknowledge(self, jobs: list[Job]) -> None:
+        """One ACKJOB for the jobs done since the last (the Acks thread)."""
         try:
-            self.client().ack(job.id)
-        except DisqueError as exc:  # not lost: it is delivered again after its RETRY
-            log.warning("ACKJOB %s failed (%s): it will be delivered again", job.id, exc)
+            self.client().ack(*(job.id for job in jobs))
+        except DisqueError as exc:  # not lost: they are delivered again after their RETRY
+            log.warning(
+                "ACKJOB of %d jobs failed (%s): they will be delivered again", len(jobs), exc
+            )
             return
-        self.count("processed", job.queue)
+        for job in jobs:
+            self.count("processed", job.queue)
 
     def failed(self, route: Route, job: Job, exc: Exception, call: Call) -> None:
         if job.id in self.abandoned:
@@ -626,7 +659,8 @@ class Worker:
                 running = list(self.running.values())
             for item in running:
                 limit = call_limit(item.call)
-                if limit is not None and now - item.started >= limit and not item.timed_out:
+                late = item.began and now - item.began >= (limit or 0)
+                if limit is not None and late and not item.timed_out:
                     self.time_out(item, limit)
                 if now - item.started < 1.0 or item.timed_out:
                     continue  # a timed-out job gets no more WORKING
@@ -692,6 +726,44 @@ def dead_letter_copies(client: Client) -> int:
     (HELLO: nodes neither failing nor leaving)."""
     reachable = sum(1 for node in client.hello().nodes if node.priority < PRIORITY_FAILING)
     return max(1, min(DEAD_LETTER_COPIES, reachable))
+
+
+class Acks:
+    """The ACKJOBs of finished jobs, sent by one thread in batches: a handler that
+    returned hands its job here, and it is acknowledged within milliseconds, with
+    the others done meanwhile (one round trip for many jobs, not one each). A
+    worker that dies first loses only the ACK: the job is delivered again."""
+
+    def __init__(self, send: Callable[[list[Job]], None]) -> None:
+        self.send = send
+        self.pending: list[Job] = []
+        self.closed = False
+        self.ready = threading.Condition()
+        self.thread = threading.Thread(target=self.run, daemon=True, name="disque-acks")
+        self.thread.start()
+
+    def add(self, job: Job) -> None:
+        with self.ready:
+            self.pending.append(job)
+            self.ready.notify()
+
+    def run(self) -> None:
+        while True:
+            with self.ready:
+                while not self.pending and not self.closed:
+                    self.ready.wait()
+                batch, self.pending = self.pending, []
+            if batch:
+                self.send(batch)
+            elif self.closed:
+                return
+
+    def close(self) -> None:
+        """Send what is pending and stop."""
+        with self.ready:
+            self.closed = True
+            self.ready.notify()
+        self.thread.join(timeout=30)
 
 
 class HandlerThreads:

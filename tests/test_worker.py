@@ -184,7 +184,8 @@ def test_the_monitor_hook_gets_queue_sizes(node: Node) -> None:
         worker.concurrency = 1
         worker.grace = 0.1
         with running(worker):
-            wait_for(lambda: sizes and sizes[-1] == {"busy": 4}, timeout=10, message="QLEN 4")
+            # One job running, one fetched ahead (waiting its turn), three queued.
+            wait_for(lambda: sizes and sizes[-1] == {"busy": 3}, timeout=10, message="QLEN 3")
 
 
 def app_module(tmp_path: Path, node: Node) -> Path:

@@ -2,7 +2,7 @@
 (message.py), results (results.py), periodic tasks (periodic.py) and a stub
 mode for tests (stub.py)."""
 
-from disque.tasks.app import Task, TaskOptions, Tasks, UnknownTask
+from disque.tasks.app import SendFailed, Task, TaskOptions, Tasks, UnknownTask
 from disque.tasks.message import BadMessage, Message
 from disque.tasks.results import NoResult, Result, ResultTimeout, TaskFailed
 from disque.tasks.stub import StubFailure
@@ -13,6 +13,7 @@ __all__ = [
     "NoResult",
     "Result",
     "ResultTimeout",
+    "SendFailed",
     "StubFailure",
     "Task",
     "TaskFailed",

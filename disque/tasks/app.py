@@ -61,6 +61,15 @@ class UnknownTask(Exception):
     retried, then dead-lettered)."""
 
 
+class SendFailed(DisqueError):
+    """``send_many``: some calls were not queued. ``results``: for each call in
+    order, its Result, or the error its ADDJOB got."""
+
+    def __init__(self, message: str, results: list[Result[Any] | DisqueError]) -> None:
+        super().__init__(message)
+        self.results = results
+
+
 @dataclass(frozen=True)
 class TaskOptions:
     """What a task's calls are sent and run with (``Tasks.task`` documents each)."""
@@ -112,6 +121,14 @@ class Task(Generic[P, R]):
         can run), and any of ``Tasks.task``'s (``queue``, ``retry``, ``result`` ...)."""
         message = Message(self.name, list(args), dict(kwargs or {}))
         return self.tasks.send(self, message, replace(self.options, **options), delay)
+
+    def send_many(self, calls: Iterable[Sequence[Any]], **options: Any) -> list[Result[R]]:
+        """Queue many calls in one round trip (pipelined ADDJOBs, each replicated as
+        one ``send``'s before its reply): each item the positional arguments of one
+        call; ``options`` as ``send_with_options``'s, for all. SendFailed when some
+        were not queued (its ``results`` says which)."""
+        messages = [Message(self.name, list(args)) for args in calls]
+        return self.tasks.send_many(self, messages, replace(self.options, **options))
 
     async def send_async(self, *args: P.args, **kwargs: P.kwargs) -> Result[R]:
         """``send`` for asyncio."""
@@ -256,6 +273,28 @@ class Tasks:
             options.queue, body, options.timeout_ms, **add_options(options, delay)
         )
         return Result(self, message.id, job_id, message.reply_to)
+
+    def send_many(
+        self, task: Task[Any, Any], messages: list[Message], options: TaskOptions
+    ) -> list[Result[Any]]:
+        bodies = [self.prepare_send(task, message, options) for message in messages]
+        if self.stub is not None:
+            return [
+                self.stub.add(m, body, options) for m, body in zip(messages, bodies, strict=True)
+            ]
+        replies = self.client().add_jobs(
+            options.queue, bodies, options.timeout_ms, **add_options(options, None)
+        )
+        results: list[Result[Any] | DisqueError] = [
+            reply if isinstance(reply, DisqueError) else Result(self, m.id, reply, m.reply_to)
+            for m, reply in zip(messages, replies, strict=True)
+        ]
+        failed = [r for r in results if isinstance(r, DisqueError)]
+        if failed:
+            raise SendFailed(
+                f"{len(failed)} of {len(results)} calls not queued: {failed[0]}", results
+            )
+        return [r for r in results if isinstance(r, Result)]
 
     async def send_async(
         self, task: Task[Any, Any], message: Message, options: TaskOptions, delay: float | None
