@@ -16,10 +16,10 @@ import pytest
 from nodes import ClusterOfNodes, Node, wait_for
 from prometheus_client import CollectorRegistry
 
-from disque import Worker
+from disque import NoRepl, Worker
 from disque.metrics import WorkerMetrics
 from disque.middleware import Middleware
-from disque.tasks import Message, ResultTimeout, TaskFailed, Tasks
+from disque.tasks import Message, ResultTimeout, SendFailed, TaskFailed, Tasks
 from disque.worker import Call
 
 pytestmark = pytest.mark.timeout(120)
@@ -297,3 +297,23 @@ def test_a_periodic_task_fires_once_per_tick_across_workers_and_outlives_a_node(
         wait_for(lambda: len(fired) >= count + 3, timeout=40, message="ticks after a node died")
     gaps = [b - a for a, b in zip(fired, fired[1:], strict=False)]
     assert min(gaps) > 1.0, f"two calls in one tick: {gaps}"
+
+
+def test_send_many_queues_calls_in_one_round_trip_and_says_which_failed(
+    cluster3: ClusterOfNodes,
+) -> None:
+    n1, _, n3 = cluster3
+    producer, consumer = Tasks(addr(n1)), Tasks(addr(n3))
+    for app in (producer, consumer):
+
+        @app.task(name="batch.square", queue="batch", result=True, replicate=2)
+        def square(x: int) -> int:
+            return x * x
+
+    handles = producer.registry["batch.square"].send_many((i,) for i in range(300))
+    assert len({h.job_id for h in handles}) == 300
+    with running(consumer.worker(concurrency=8, fetch_timeout_ms=200)):
+        assert [h.get(timeout=30) for h in handles] == [i * i for i in range(300)]
+    with pytest.raises(SendFailed, match="3 of 3 calls not queued: .*NOREPL") as failed:
+        producer.registry["batch.square"].send_many([(1,), (2,), (3,)], replicate=5)
+    assert all(isinstance(r, NoRepl) for r in failed.value.results)

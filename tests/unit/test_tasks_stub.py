@@ -86,6 +86,7 @@ def test_stub_runs_calls_with_results_and_the_calls_they_send() -> None:
     assert tasks.stub is not None and tasks.stub.run_pending() == 4
     assert handle.get() == 3
     assert add.send(2, 3).get() == 5  # get() runs what is pending
+    assert [h.get() for h in add.send_many([(1, 1), (2, 2)])] == [2, 4]
     assert add(1, 1) == 2  # a plain call
 
 
