@@ -24,7 +24,8 @@ they share.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import redis
@@ -46,6 +47,22 @@ from disque.commands import (
 from disque.errors import ConnectionLost, DisqueError, NoAuth, NoNodeAvailable, reply_error
 from disque.job import Job
 from disque.protocol import Hello, connect, info_numbers, parse_hello, parse_info, text
+
+
+class ClientPerThread:
+    """A client per thread, made on first use (a redis-py connection is not shared
+    between threads): call it for this thread's. What tasks and brokers send with
+    from many threads."""
+
+    def __init__(self, make: Callable[[], Client]) -> None:
+        self.make = make
+        self.local = threading.local()
+
+    def __call__(self) -> Client:
+        client: Client | None = getattr(self.local, "client", None)
+        if client is None:
+            client = self.local.client = self.make()
+        return client
 
 
 class Client(ClientBase):

@@ -50,7 +50,7 @@ from dramatiq.message import Message
 from dramatiq.results import ResultBackend, ResultMissing, ResultTimeout
 from dramatiq.results.backend import DEFAULT_TIMEOUT, Missing
 
-from disque.client import Client
+from disque.client import Client, ClientPerThread
 from disque.errors import ConnectionLost, DisqueError, NoJob, NoNodeAvailable
 from disque.job import Job
 from disque.scan import jobs_everywhere
@@ -93,16 +93,8 @@ class DisqueBroker(Broker):
         self.ttl = ttl
         self.dead_message_ttl = dead_message_ttl
         self.queues: set[str] = set()
-        self.local = threading.local()
+        self.client = ClientPerThread(self.new_client)  # (Dramatiq acks from its threads)
         self.client()  # a bad seed is an error now
-
-    def client(self) -> Client:
-        """This thread's client (Dramatiq acks from its worker threads)."""
-        client: Client | None = getattr(self.local, "client", None)
-        if client is None:
-            client = self.new_client()
-            self.local.client = client
-        return client
 
     def new_client(self) -> Client:
         return Client(*self.nodes, password=self.password, tls=self.tls)
@@ -287,13 +279,7 @@ class DisqueBackend(ResultBackend):
         self.nodes = nodes
         self.password = password
         self.tls = tls
-        self.local = threading.local()
-
-    def client(self) -> Client:
-        client: Client | None = getattr(self.local, "client", None)
-        if client is None:
-            client = self.local.client = Client(*self.nodes, password=self.password, tls=self.tls)
-        return client
+        self.client = ClientPerThread(lambda: Client(*nodes, password=password, tls=tls))
 
     def get_result(
         self, message: Message[Any], *, block: bool = False, timeout: int | None = None

@@ -46,7 +46,7 @@ from typing import Any
 
 from kombu.transport import TRANSPORT_ALIASES, virtual
 
-from disque.client import Client
+from disque.client import Client, ClientPerThread
 from disque.errors import ConnectionLost, DisqueError, NoJob, NoNodeAvailable
 from disque.scan import jobs_everywhere
 
@@ -68,7 +68,7 @@ class Channel(virtual.Channel):
         self.replicate: int | None = options.get("replicate")
         self.retry: int = int(options.get("retry", DEFAULT_RETRY))
         self.ttl: int | None = options.get("ttl")
-        self.local = threading.local()
+        self.client = ClientPerThread(self.new_client)  # acks come from Celery's threads
         self.fetching = self.new_client()
         self.lock = threading.Lock()
         self.held: dict[str, float] = {}  # job ID -> when last said WORKING
@@ -81,12 +81,6 @@ class Channel(virtual.Channel):
 
     def new_client(self) -> Client:
         return Client(*self.seeds(), password=self.connection.client.password or None)
-
-    def client(self) -> Client:
-        client: Client | None = getattr(self.local, "client", None)
-        if client is None:
-            client = self.local.client = self.new_client()
-        return client
 
     # ---- queues -----------------------------------------------------------------------
     def _new_queue(self, queue: str, **kwargs: Any) -> None:

@@ -25,14 +25,13 @@ import asyncio
 import functools
 import inspect
 import math
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from disque.aio import AsyncClient
-from disque.client import Client
+from disque.client import Client, ClientPerThread
 from disque.commands import seed_addresses
 from disque.errors import DisqueError
 from disque.middleware import Middleware, notify
@@ -168,7 +167,8 @@ class Tasks:
         self.result_ttl = result_ttl
         self.registry: dict[str, Task[Any, Any]] = {}
         self.schedules: dict[str, Schedule] = {}
-        self.local = threading.local()
+        # This thread's client.
+        self.client = ClientPerThread(lambda: Client(*nodes, password=password, tls=tls))
         self.async_clients: dict[int, AsyncClient] = {}
         self.copies: tuple[float, int] = (0.0, 0)  # (when learnt, result copies)
         self.stub: Stub | None = None
@@ -240,13 +240,6 @@ class Tasks:
         return register
 
     # ---- clients ----------------------------------------------------------------------
-    def client(self) -> Client:
-        """This thread's client."""
-        client: Client | None = getattr(self.local, "client", None)
-        if client is None:
-            client = self.local.client = Client(*self.nodes, password=self.password, tls=self.tls)
-        return client
-
     def async_client(self) -> AsyncClient:
         """This event loop's client."""
         loop = id(asyncio.get_running_loop())
