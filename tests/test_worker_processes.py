@@ -48,6 +48,8 @@ def write_app(tmp_path: Path, node: Node) -> None:
 
             @tasks.task(queue="crunch")
             def crunch(seconds):
+                if seconds >= 1:  # a long one says it started
+                    report.add_job("started", str(os.getpid()), 0)
                 end = time.monotonic() + seconds
                 while time.monotonic() < end:  # CPU-bound
                     pass
@@ -97,7 +99,13 @@ def test_processes_share_the_jobs_restart_when_killed_and_stop_together(
                 message="the killed process replaced",
             )
             crunch.send_with_options(args=(3.0,))
-            wait_for(lambda: client.qlen("crunch") == 0, timeout=20, message="the long job taken")
+            # Started, not only fetched: a job fetched ahead and not begun is put back
+            # at once on SIGTERM, never run.
+            wait_for(
+                lambda: client.get_job("started", timeout=100),
+                timeout=20,
+                message="the long job started",
+            )
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0, proc.stderr.read() if proc.stderr else ""
             assert not children(proc.pid)

@@ -24,8 +24,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import logging
 import math
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
@@ -33,8 +36,9 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 from disque.aio import AsyncClient
 from disque.client import Client, ClientPerThread
 from disque.commands import seed_addresses
-from disque.errors import DisqueError
+from disque.errors import ConnectionLost, DisqueError, NoNodeAvailable
 from disque.middleware import Middleware, notify
+from disque.protocol import PRIORITY_FAILING
 from disque.tasks.message import DEFAULT_ACCEPT, BadMessage, Message, encode_result, serializer
 from disque.tasks.results import Result, ResultTimeout, getjob_timeout_ms, read_result
 from disque.worker import Call, Reject, Worker, dead_letter_copies
@@ -45,6 +49,8 @@ if TYPE_CHECKING:
     from disque.tasks.stub import Stub
     from disque.tls import TLS
 
+log = logging.getLogger("disque.tasks")
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -53,6 +59,9 @@ RESULT_TTL = 24 * 3600  # seconds a result waits for its reader
 RESULT_RETRY = 30  # a result fetched and not acknowledged (the reader died): back then
 ADD_TIMEOUT_MS = 5000  # ADDJOB's replication timeout for a task's message
 COPIES_FOR = 5.0  # seconds the number of reachable nodes is trusted for (results' copies)
+
+
+PER_CALL = frozenset({"queue", "retry", "ttl", "replicate", "result", "serializer", "timeout_ms"})
 
 
 class UnknownTask(Exception):
@@ -117,9 +126,10 @@ class Task(Generic[P, R]):
         **options: Any,
     ) -> Result[R]:
         """Queue a call, some options changed for it: ``delay`` (seconds before it
-        can run), and any of ``Tasks.task``'s (``queue``, ``retry``, ``result`` ...)."""
+        can run), and those of ``Tasks.task``'s that travel with the call (``queue``,
+        ``retry``, ``ttl``, ``replicate``, ``result``, ``serializer``, ``timeout_ms``)."""
         message = Message(self.name, list(args), dict(kwargs or {}))
-        return self.tasks.send(self, message, replace(self.options, **options), delay)
+        return self.tasks.send(self, message, self.with_options(options), delay)
 
     def send_many(self, calls: Iterable[Sequence[Any]], **options: Any) -> list[Result[R]]:
         """Queue many calls in one round trip (pipelined ADDJOBs, each replicated as
@@ -127,7 +137,18 @@ class Task(Generic[P, R]):
         call; ``options`` as ``send_with_options``'s, for all. SendFailed when some
         were not queued (its ``results`` says which)."""
         messages = [Message(self.name, list(args)) for args in calls]
-        return self.tasks.send_many(self, messages, replace(self.options, **options))
+        return self.tasks.send_many(self, messages, self.with_options(options))
+
+    def with_options(self, options: dict[str, Any]) -> TaskOptions:
+        """The task's options, some changed for one call (those that travel with it:
+        ``max_attempts`` and ``time_limit`` are the worker's, set on the task)."""
+        wrong = set(options) - PER_CALL
+        if wrong:
+            raise TypeError(
+                f"not an option of one call: {', '.join(sorted(wrong))} (per call: "
+                f"{', '.join(sorted(PER_CALL))}, delay)"
+            )
+        return replace(self.options, **options)
 
     async def send_async(self, *args: P.args, **kwargs: P.kwargs) -> Result[R]:
         """``send`` for asyncio."""
@@ -169,7 +190,10 @@ class Tasks:
         self.schedules: dict[str, Schedule] = {}
         # This thread's client.
         self.client = ClientPerThread(lambda: Client(*nodes, password=password, tls=tls))
-        self.async_clients: dict[int, AsyncClient] = {}
+        self.async_clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str | None, AsyncClient]
+        ] = weakref.WeakKeyDictionary()
+        self.local_on_node = threading.local()  # this thread's clients on one node each
         self.copies: tuple[float, int] = (0.0, 0)  # (when learnt, result copies)
         self.stub: Stub | None = None
         if stub or eager:
@@ -240,14 +264,43 @@ class Tasks:
         return register
 
     # ---- clients ----------------------------------------------------------------------
-    def async_client(self) -> AsyncClient:
-        """This event loop's client."""
-        loop = id(asyncio.get_running_loop())
-        client = self.async_clients.get(loop)
+    def async_client(self, node: str | None = None) -> AsyncClient:
+        """This event loop's client (on ``node`` only, when given); a loop gone, its
+        clients are forgotten with it."""
+        clients = self.async_clients.setdefault(asyncio.get_running_loop(), {})
+        client = clients.get(node)
         if client is None:
-            client = AsyncClient(*self.nodes, password=self.password, tls=self.tls)
-            self.async_clients[loop] = client
+            seeds = (node,) if node else self.nodes
+            client = AsyncClient(*seeds, password=self.password, tls=self.tls, stay=bool(node))
+            clients[node] = client
         return client
+
+    def client_on(self, node: str) -> Client:
+        """This thread's client on one node (``host:port``), which never moves."""
+        clients: dict[str, Client] = self.local_on_node.__dict__.setdefault("clients", {})
+        client = clients.get(node)
+        if client is None:
+            client = Client(
+                node, password=self.password, tls=self.tls, stay=True, connect_timeout=2.0
+            )
+            clients[node] = client
+        return client
+
+    def producer_node(self, job_id: str) -> str | None:
+        """The ``host:port`` of the node that made ``job_id`` (the 8 hex digits after
+        ``D-`` are its ID's start), from HELLO; None when unknown or failing.
+
+        A result meets its reader there: the worker adds it on the node the call
+        was added to, and ``get()`` waits on that node, so no federation (seconds
+        when the reader's node asks at the wrong moment) stands between them."""
+        client = self.client()
+        if not client.nodes:
+            client.hello()
+        prefix = job_id[2:10]
+        for node in client.nodes:
+            if node.id.startswith(prefix) and node.host and node.priority < PRIORITY_FAILING:
+                return node.addr
+        return None
 
     # ---- producing --------------------------------------------------------------------
     def send(
@@ -265,7 +318,7 @@ class Tasks:
         job_id = (client or self.client()).add_job(
             options.queue, body, options.timeout_ms, **add_options(options, delay)
         )
-        return Result(self, message.id, job_id, message.reply_to)
+        return Result(self, message.id, job_id, message.reply_to, options.serializer)
 
     def send_many(
         self, task: Task[Any, Any], messages: list[Message], options: TaskOptions
@@ -279,7 +332,9 @@ class Tasks:
             options.queue, bodies, options.timeout_ms, **add_options(options, None)
         )
         results: list[Result[Any] | DisqueError] = [
-            reply if isinstance(reply, DisqueError) else Result(self, m.id, reply, m.reply_to)
+            reply
+            if isinstance(reply, DisqueError)
+            else Result(self, m.id, reply, m.reply_to, options.serializer)
             for m, reply in zip(messages, replies, strict=True)
         ]
         failed = [r for r in results if isinstance(r, DisqueError)]
@@ -299,7 +354,7 @@ class Tasks:
         job_id = await client.add_job(
             options.queue, body, options.timeout_ms, **add_options(options, delay)
         )
-        return Result(self, message.id, job_id, message.reply_to)
+        return Result(self, message.id, job_id, message.reply_to, options.serializer)
 
     def prepare_send(self, task: Task[Any, Any], message: Message, options: TaskOptions) -> bytes:
         if options.result:
@@ -312,11 +367,19 @@ class Tasks:
         queue = result._require_reply_queue()
         if self.stub is not None:
             return self.stub.result_of(result)
-        client = self.client()
-        jobs = client.get_job(queue, timeout=getjob_timeout_ms(timeout))
+        client, jobs = self.client(), None
+        node = self.producer_node(result.job_id)
+        if node is not None:
+            client = self.client_on(node)
+            try:
+                jobs = client.get_job(queue, timeout=getjob_timeout_ms(timeout))
+            except NoNodeAvailable:  # that node is gone: the result comes anywhere
+                client = self.client()
+        if jobs is None:
+            jobs = client.get_job(queue, timeout=getjob_timeout_ms(timeout))
         if not jobs:
             raise ResultTimeout(f"no result for {result.message_id} within {timeout} s")
-        fields = read_result(jobs[0].body, self.accept)
+        fields = read_result(jobs[0].body, (*self.accept, result.serializer))
         client.ack(jobs[0].id)
         return fields
 
@@ -326,22 +389,32 @@ class Tasks:
         queue = result._require_reply_queue()
         if self.stub is not None:
             return self.stub.result_of(result)
-        client = self.async_client()
-        jobs = await client.get_job(queue, timeout=getjob_timeout_ms(timeout))
+        client, jobs = self.async_client(), None
+        node = self.producer_node(result.job_id)
+        if node is not None:
+            client = self.async_client(node)
+            try:
+                jobs = await client.get_job(queue, timeout=getjob_timeout_ms(timeout))
+            except NoNodeAvailable:
+                client = self.async_client()
+        if jobs is None:
+            jobs = await client.get_job(queue, timeout=getjob_timeout_ms(timeout))
         if not jobs:
             raise ResultTimeout(f"no result for {result.message_id} within {timeout} s")
-        fields = read_result(jobs[0].body, self.accept)
+        fields = read_result(jobs[0].body, (*self.accept, result.serializer))
         await client.ack(jobs[0].id)
         return fields
 
     def reply(
         self,
+        job_id: str,
         message: Message,
         serializer_name: str,
         value: Any = None,
         error: BaseException | None = None,
     ) -> None:
-        """ADDJOB the result (or the error) to the message's reply queue."""
+        """ADDJOB the result (or the error) to the message's reply queue, on the node
+        the call was added to (see ``producer_node``), else on any."""
         assert message.reply_to is not None
         try:
             body = encode_result(message.id, serializer_name, value, error)
@@ -351,13 +424,19 @@ class Tasks:
             self.stub.keep_result(message.id, body)
             return
         client = self.client()
+        copies = self.result_copies(client)
+        node = self.producer_node(job_id)
+        if node is not None:
+            try:
+                self.add_result(self.client_on(node), message.reply_to, body, copies)
+                return
+            except (NoNodeAvailable, ConnectionLost) as exc:  # (a second copy at worst)
+                log.info("result of %s: its node %s is gone (%s): sent anywhere", job_id, node, exc)
+        self.add_result(client, message.reply_to, body, copies)
+
+    def add_result(self, client: Client, queue: str, body: bytes, copies: int) -> None:
         client.add_job(
-            message.reply_to,
-            body,
-            ADD_TIMEOUT_MS,
-            replicate=self.result_copies(client),
-            retry=RESULT_RETRY,
-            ttl=self.result_ttl,
+            queue, body, ADD_TIMEOUT_MS, replicate=copies, retry=RESULT_RETRY, ttl=self.result_ttl
         )
 
     def result_copies(self, client: Client) -> int:
@@ -393,8 +472,8 @@ class Tasks:
                 message,
             )
         if message.reply_to is not None:
-            call.on_done = functools.partial(self.reply, message, serializer_name)
-            call.on_given_up = lambda exc: self.reply(message, serializer_name, error=exc)
+            call.on_done = functools.partial(self.reply, job.id, message, serializer_name)
+            call.on_given_up = lambda exc: self.reply(job.id, message, serializer_name, error=exc)
         return call
 
     def queues(self) -> list[str]:

@@ -43,8 +43,16 @@ _UNSET: Any = object()
 class Result(Generic[R]):
     """What ``task.send(...)`` returns: the call's IDs, and its outcome once it came."""
 
-    def __init__(self, tasks: Tasks, message_id: str, job_id: str, reply_to: str | None) -> None:
+    def __init__(
+        self,
+        tasks: Tasks,
+        message_id: str,
+        job_id: str,
+        reply_to: str | None,
+        serializer: str = "json",
+    ) -> None:
         self.tasks = tasks
+        self.serializer = serializer  # the call's: its result is read in it too
         self.message_id = message_id  # the message's own ID ("id" in the message)
         self.job_id = job_id  # Disque's job ID (stub mode: "stub-" and the message ID)
         self.reply_to = reply_to  # the reply queue, None without result=True

@@ -52,7 +52,7 @@ class Stub:
         self.pending.append(job)
         if self.eager and not self.running:
             self.run_pending()
-        return Result(self.tasks, message.id, job.id, message.reply_to)
+        return Result(self.tasks, message.id, job.id, message.reply_to, options.serializer)
 
     def run_pending(self, fail_fast: bool = True) -> int:
         """Run the calls waiting, and the calls they send, until none is left; how

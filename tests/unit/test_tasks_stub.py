@@ -169,3 +169,5 @@ def test_task_options_are_checked_when_registered() -> None:
         tasks.task(name="same")(lambda: None)
     with pytest.raises(ValueError, match="stub"):
         tasks.worker()
+    with pytest.raises(TypeError, match="not an option of one call: time_limit"):
+        one.send_with_options(time_limit=3)
