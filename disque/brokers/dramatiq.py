@@ -37,7 +37,6 @@ and ``join`` counts the messages Disque holds for the queue on every node.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -50,8 +49,9 @@ from dramatiq.message import Message
 from dramatiq.results import ResultBackend, ResultMissing, ResultTimeout
 from dramatiq.results.backend import DEFAULT_TIMEOUT, Missing
 
+from disque.brokers.held import Held
 from disque.client import Client, ClientPerThread
-from disque.errors import ConnectionLost, DisqueError, NoJob, NoNodeAvailable
+from disque.errors import ConnectionLost, DisqueError, NoNodeAvailable
 from disque.job import Job
 from disque.scan import jobs_everywhere
 from disque.tls import TLS
@@ -181,14 +181,12 @@ class DisqueConsumer(Consumer):
         self.timeout = timeout
         self.fetching = broker.new_client()  # the consumer thread's own
         self.cache: list[Job] = []
-        self.lock = threading.Lock()
-        self.outstanding: dict[str, tuple[Job, float]] = {}  # job ID -> (job, last WORKING)
+        self.held = Held(broker.retry)  # messages handed to Dramatiq, not yet acked
 
     def __next__(self) -> MessageProxy | None:
-        self.keep_alive()
+        self.held.keep_alive(self.fetching)
         if not self.cache:
-            with self.lock:
-                room = self.prefetch - len(self.outstanding)
+            room = self.prefetch - len(self.held)
             if room <= 0:
                 time.sleep(min(self.timeout, 100) / 1000)
                 return None
@@ -202,35 +200,12 @@ class DisqueConsumer(Consumer):
                 return None
         job = self.cache.pop(0)
         message = Message.decode(job.body).copy(options={JOB_ID: job.id, NODE: job.node})
-        with self.lock:
-            self.outstanding[job.id] = (job, time.monotonic())
+        self.held.hold(job.id)
         return MessageProxy(message)
-
-    def keep_alive(self) -> None:
-        """WORKING for the messages held past half their RETRY, on the node that
-        delivered them (this thread's connection)."""
-        now = time.monotonic()
-        with self.lock:
-            due = [
-                job
-                for job, said in self.outstanding.values()
-                if now - said >= self.broker.retry / 2
-            ]
-        for job in due:
-            try:
-                self.fetching.working(job.id)
-            except NoJob:
-                pass  # acknowledged meanwhile, or not known on this node
-            except DisqueError:
-                continue
-            with self.lock:
-                if job.id in self.outstanding:
-                    self.outstanding[job.id] = (job, now)
 
     def forget(self, message: MessageProxy) -> str:
         job_id: str = message.options[JOB_ID]
-        with self.lock:
-            self.outstanding.pop(job_id, None)
+        self.held.forget(job_id)
         return job_id
 
     def ack(self, message: MessageProxy) -> None:

@@ -38,16 +38,15 @@ transport. Priorities: none (Disque has none). ``_size`` is the QLEN of one node
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable
 from queue import Empty
 from typing import Any
 
 from kombu.transport import TRANSPORT_ALIASES, virtual
 
+from disque.brokers.held import Held
 from disque.client import Client, ClientPerThread
-from disque.errors import ConnectionLost, DisqueError, NoJob, NoNodeAvailable
+from disque.errors import ConnectionLost, DisqueError, NoNodeAvailable
 from disque.scan import jobs_everywhere
 
 DEFAULT_PORT = 7711
@@ -70,8 +69,7 @@ class Channel(virtual.Channel):
         self.ttl: int | None = options.get("ttl")
         self.client = ClientPerThread(self.new_client)  # acks come from Celery's threads
         self.fetching = self.new_client()
-        self.lock = threading.Lock()
-        self.held: dict[str, float] = {}  # job ID -> when last said WORKING
+        self.held = Held(self.retry)  # delivered to kombu, not yet acked or rejected
 
     # ---- clients ----------------------------------------------------------------------
     def seeds(self) -> list[str]:
@@ -132,8 +130,7 @@ class Channel(virtual.Channel):
         """The kombu message in a job, its delivery tag the job's ID."""
         message: dict[str, Any] = json.loads(body)
         message["properties"]["delivery_tag"] = job_id
-        with self.lock:
-            self.held[job_id] = time.monotonic()
+        self.held.hold(job_id)
         return message
 
     def drain_events(
@@ -141,7 +138,7 @@ class Channel(virtual.Channel):
     ) -> None:
         """One GETJOB over every queue consumed (blocking up to a second), each
         job handed to kombu; WORKING for what is held past half its RETRY."""
-        self.keep_alive()
+        self.held.keep_alive(self.fetching)
         deliver = callback or self.connection._deliver
         if not (self._consumers and self.qos.can_consume()):
             raise Empty()
@@ -160,34 +157,15 @@ class Channel(virtual.Channel):
         for job in jobs:
             deliver(self.received(job.id, job.body), job.queue)
 
-    def keep_alive(self) -> None:
-        now = time.monotonic()
-        with self.lock:
-            due = [jid for jid, said in self.held.items() if now - said >= self.retry / 2]
-        for jid in due:
-            try:
-                self.fetching.working(jid)
-            except NoJob:
-                pass
-            except DisqueError:
-                continue
-            with self.lock:
-                if jid in self.held:
-                    self.held[jid] = now
-
-    def forget(self, job_id: str) -> None:
-        with self.lock:
-            self.held.pop(job_id, None)
-
     def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
-        self.forget(delivery_tag)
+        self.held.forget(delivery_tag)
         try:
             self.client().ack(delivery_tag)
         finally:
             super().basic_ack(delivery_tag)
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
-        self.forget(delivery_tag)
+        self.held.forget(delivery_tag)
         try:
             if requeue:
                 self.client().nack(delivery_tag)
@@ -198,7 +176,7 @@ class Channel(virtual.Channel):
 
     def _restore(self, message: Any) -> None:
         """An unacknowledged message at close (or basic_recover): NACK, queued again."""
-        self.forget(message.delivery_tag)
+        self.held.forget(message.delivery_tag)
         self.client().nack(message.delivery_tag)
 
     def close(self) -> None:
