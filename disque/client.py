@@ -65,6 +65,22 @@ class ClientPerThread:
         return client
 
 
+class ClientOnNodePerThread:
+    """A client per thread and node (``host:port``), made on first use by ``make``
+    (one that stays on its node): call it with the node for this thread's."""
+
+    def __init__(self, make: Callable[[str], Client]) -> None:
+        self.make = make
+        self.local = threading.local()
+
+    def __call__(self, node: str) -> Client:
+        clients: dict[str, Client] = self.local.__dict__.setdefault("clients", {})
+        client = clients.get(node)
+        if client is None:
+            client = clients[node] = self.make(node)
+        return client
+
+
 class Client(ClientBase):
     """A Disque client for one or more seed nodes (``"host:port"``)."""
 

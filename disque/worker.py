@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from operator import methodcaller
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from disque.client import Client
+from disque.client import Client, ClientOnNodePerThread, ClientPerThread
 from disque.commands import seed_addresses
 from disque.errors import BadId, ConnectionLost, DisqueError, NoJob, NoNodeAvailable
 from disque.job import Job
@@ -239,7 +239,8 @@ class Worker:
         self.slots = threading.Semaphore(concurrency)  # (made again by run: --concurrency)
         self.acks: Acks | None = None  # while running
         self.stopping = threading.Event()
-        self.local = threading.local()
+        self.thread_clients = ClientPerThread(self.new_client)
+        self.thread_clients_on = ClientOnNodePerThread(self.new_client_on)
         self.loop: asyncio.AbstractEventLoop | None = None
 
     # ---- registration ---------------------------------------------------------------
@@ -296,29 +297,32 @@ class Worker:
     # ---- clients ----------------------------------------------------------------------
     def client(self) -> Client:
         """This thread's client (a redis-py connection is not shared between threads)."""
-        client: Client | None = getattr(self.local, "client", None)
-        if client is None:
-            client = Client(*self.nodes, password=self.password, tls=self.tls)
-            self.local.client = client
-            self.clients.append(client)
-        return client
+        return self.thread_clients()
 
     def client_on(self, node: str) -> Client:
         """This thread's client on one node (``host:port``), which never moves."""
-        on_node: dict[str, Client] = self.local.__dict__.setdefault("on_node", {})
-        client = on_node.get(node)
-        if client is None:
-            client = Client(
-                node,
-                password=self.password,
-                tls=self.tls,
-                stay=True,
-                max_moves=1,
-                socket_timeout=10.0,  # a paused node: fall back, do not hang
-                connect_timeout=2.0,
-            )
-            on_node[node] = client
-            self.clients.append(client)
+        return self.thread_clients_on(node)
+
+    def new_client(self) -> Client:
+        """A client on the seeds (``nodes`` read now: ``disque-worker --node`` sets them
+        after the worker is made), closed when ``run`` returns."""
+        return self.kept(Client(*self.nodes, password=self.password, tls=self.tls))
+
+    def new_client_on(self, node: str) -> Client:
+        """A client on one node (``host:port``), which never moves."""
+        client = Client(
+            node,
+            password=self.password,
+            tls=self.tls,
+            stay=True,
+            max_moves=1,
+            socket_timeout=10.0,  # a paused node: fall back, do not hang
+            connect_timeout=2.0,
+        )
+        return self.kept(client)
+
+    def kept(self, client: Client) -> Client:
+        self.clients.append(client)
         return client
 
     def on_its_node(self, job: Job, command: Callable[[Client], T]) -> T:

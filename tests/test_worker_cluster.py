@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 from test_worker import BIN, addr, app_module, running, start_worker
 
 from disque import AsyncClient, Client, Job, Worker
+from disque.client import ClientPerThread
 from disque.metrics import WorkerMetrics
 
 
@@ -69,6 +70,7 @@ class SplitWorker(Worker):
         super().__init__(addr(fetch_on), **options)  # type: ignore[arg-type]
         self.threads_on = addr(threads_on)
         self.fetch_thread: threading.Thread | None = None
+        self.handler_clients = ClientPerThread(lambda: self.kept(Client(self.threads_on)))
 
     def run(self, install_signals: bool = True) -> None:
         self.fetch_thread = threading.current_thread()
@@ -77,11 +79,7 @@ class SplitWorker(Worker):
     def client(self) -> Client:
         if threading.current_thread() is self.fetch_thread:
             return super().client()
-        client: Client | None = getattr(self.local, "client", None)
-        if client is None:
-            client = self.local.client = Client(self.threads_on)
-            self.clients.append(client)
-        return client
+        return self.handler_clients()
 
 
 def produce(node: Node, queue: str, n: int, **options: object) -> list[str]:

@@ -26,7 +26,6 @@ import functools
 import inspect
 import logging
 import math
-import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -34,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from disque.aio import AsyncClient
-from disque.client import Client, ClientPerThread
+from disque.client import Client, ClientOnNodePerThread, ClientPerThread
 from disque.commands import seed_addresses
 from disque.errors import ConnectionLost, DisqueError, NoNodeAvailable
 from disque.middleware import Middleware, notify
@@ -193,7 +192,11 @@ class Tasks:
         self.async_clients: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str | None, AsyncClient]
         ] = weakref.WeakKeyDictionary()
-        self.local_on_node = threading.local()  # this thread's clients on one node each
+        # This thread's client on one node, which never moves (no socket timeout: a
+        # result's GETJOB blocks as long as its caller asked).
+        self.client_on = ClientOnNodePerThread(
+            lambda node: Client(node, password=password, tls=tls, stay=True, connect_timeout=2.0)
+        )
         self.copies: tuple[float, int] = (0.0, 0)  # (when learnt, result copies)
         self.stub: Stub | None = None
         if stub or eager:
@@ -272,17 +275,6 @@ class Tasks:
         if client is None:
             seeds = (node,) if node else self.nodes
             client = AsyncClient(*seeds, password=self.password, tls=self.tls, stay=bool(node))
-            clients[node] = client
-        return client
-
-    def client_on(self, node: str) -> Client:
-        """This thread's client on one node (``host:port``), which never moves."""
-        clients: dict[str, Client] = self.local_on_node.__dict__.setdefault("clients", {})
-        client = clients.get(node)
-        if client is None:
-            client = Client(
-                node, password=self.password, tls=self.tls, stay=True, connect_timeout=2.0
-            )
             clients[node] = client
         return client
 
