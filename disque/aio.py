@@ -1,5 +1,6 @@
 """The asyncio client: ``client.Client`` on ``redis.asyncio``, the same seeds,
-moves, methods and errors (commands.py holds what they share).
+moves, methods and errors (every command is written once, in commands.py; this
+module is the I/O).
 
     async with AsyncClient("127.0.0.1:7711") as client:
         await client.add_job("emails", b"...", retry=60)
@@ -15,33 +16,20 @@ blocks in GETJOB wants a client of its own.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import redis
 
-from disque.commands import (
-    Address,
-    ClientBase,
-    add_job_args,
-    failure,
-    get_job_args,
-    jobs_of,
-    jscan_options,
-    last_cursor,
-    nack_args,
-    pairs,
-    qscan_options,
-)
+from disque.commands import Address, AsyncCore, Call, Commands, Scan, T, failure, last_cursor
 from disque.errors import DisqueError, NoAuth, NoNodeAvailable
-from disque.job import Job
-from disque.protocol import Hello, connect_async, info_numbers, parse_hello, parse_info, text
+from disque.protocol import connect_async, parse_hello
 
 if TYPE_CHECKING:
     import redis.asyncio as aredis
 
 
-class AsyncClient(ClientBase):
+class AsyncClient(Commands, AsyncCore):
     """A Disque client for asyncio, for one or more seed nodes (``"host:port"``)."""
 
     _conn: aredis.Redis | None = None
@@ -75,11 +63,6 @@ class AsyncClient(ClientBase):
             return
         raise NoNodeAvailable("no Disque node answered: " + "; ".join(tried or ["none to try"]))
 
-    async def hello(self) -> Hello:
-        hello = parse_hello(await self.execute("HELLO"))
-        self.learn(hello)
-        return hello
-
     async def close(self) -> None:
         if self._conn is not None:
             conn, self._conn = self._conn, None
@@ -109,105 +92,26 @@ class AsyncClient(ClientBase):
                 await self.connect(avoid=gone)
         raise NoNodeAvailable(f"{args[0]}: still no node to run it after {self.max_moves} moves")
 
-    async def add_job(
-        self,
-        queue: str,
-        body: str | bytes,
-        timeout: int = 0,
-        *,
-        replicate: int | None = None,
-        delay: int | None = None,
-        retry: int | None = None,
-        ttl: int | None = None,
-        maxlen: int | None = None,
-        asynchronous: bool = False,
-    ) -> str:
-        args = add_job_args(
-            queue, body, timeout, replicate, delay, retry, ttl, maxlen, asynchronous
-        )
-        return text(await self.execute(*args))
+    async def run(self, call: Call[T]) -> T:
+        """Send one command (commands.py says which) and read its reply."""
+        if not call.args:
+            return call.read(None, None)
+        value = call.read(await self.execute(*call.args), self.address)
+        if call.then is not None:
+            target = call.then(value)
+            if target is not None:  # (consumer locality: a move is never an error)
+                with contextlib.suppress(DisqueError):
+                    await self.connect(prefer=target)
+        return value
 
-    async def get_job(
-        self,
-        *queues: str,
-        timeout: int | None = None,
-        count: int | None = None,
-        nohang: bool = False,
-        with_counters: bool = False,
-    ) -> list[Job]:
-        reply = await self.execute(*get_job_args(queues, timeout, count, nohang, with_counters))
-        jobs = jobs_of(reply, self.address)
-        target = self.producer_to_follow(jobs)
-        if target is not None:
-            with contextlib.suppress(DisqueError):
-                await self.connect(prefer=target)
-        return jobs
-
-    async def ack(self, *job_ids: str) -> int:
-        return int(await self.execute("ACKJOB", *job_ids)) if job_ids else 0
-
-    async def fast_ack(self, *job_ids: str) -> int:
-        return int(await self.execute("FASTACK", *job_ids)) if job_ids else 0
-
-    async def nack(self, *job_ids: str, delay: int | None = None) -> int:
-        return int(await self.execute(*nack_args(job_ids, delay))) if job_ids else 0
-
-    async def working(self, job_id: str) -> int:
-        return int(await self.execute("WORKING", job_id))
-
-    async def enqueue(self, *job_ids: str) -> int:
-        return int(await self.execute("ENQUEUE", *job_ids)) if job_ids else 0
-
-    async def dequeue(self, *job_ids: str) -> int:
-        return int(await self.execute("DEQUEUE", *job_ids)) if job_ids else 0
-
-    async def del_job(self, *job_ids: str) -> int:
-        return int(await self.execute("DELJOB", *job_ids)) if job_ids else 0
-
-    async def show(self, job_id: str) -> dict[str, Any] | None:
-        return pairs(await self.execute("SHOW", job_id))
-
-    async def qlen(self, queue: str) -> int:
-        return int(await self.execute("QLEN", queue))
-
-    async def qpeek(self, queue: str, count: int) -> list[Job]:
-        return jobs_of(await self.execute("QPEEK", queue, count))
-
-    async def qstat(self, queue: str) -> dict[str, Any] | None:
-        return pairs(await self.execute("QSTAT", queue))
-
-    async def pause(self, queue: str, *options: str) -> str:
-        return text(await self.execute("PAUSE", queue, *options))
-
-    async def qscan(self, *, count: int | None = None, **filters: int) -> AsyncIterator[str]:
-        async for item in self.scan("QSCAN", qscan_options(count, filters)):
-            yield text(item)
-
-    async def jscan(
-        self, *, count: int | None = None, queue: str | None = None, states: Sequence[str] = ()
-    ) -> AsyncIterator[str]:
-        async for item in self.scan("JSCAN", jscan_options(count, queue, states)):
-            yield text(item)
-
-    async def jscan_jobs(
-        self, *, count: int | None = None, queue: str | None = None, states: Sequence[str] = ()
-    ) -> AsyncIterator[dict[str, Any]]:
-        """JSCAN ... REPLY all: every job as SHOW shows it (a dict)."""
-        options = [*jscan_options(count, queue, states), "REPLY", "all"]
-        async for item in self.scan("JSCAN", options):
-            shown = pairs(item)
-            if shown is not None:
-                yield shown
-
-    async def scan(self, command: str, options: list[Any]) -> AsyncIterator[Any]:
+    async def iterate(self, scan: Scan[T]) -> AsyncIterator[T]:
+        """A cursor command's items, cursor by cursor."""
         cursor: Any = b"0"
         while True:
-            cursor, items = await self.execute(command, cursor, *options)
+            cursor, items = await self.execute(scan.command, cursor, *scan.options)
             for item in items:
-                yield item
+                value = scan.read(item)
+                if value is not None:
+                    yield value
             if last_cursor(cursor):
                 return
-
-    async def info(self, section: str | None = None) -> dict[str, Any]:
-        reply = await self.execute("INFO", *([section] if section else []))
-        return info_numbers(parse_info(reply))

@@ -17,8 +17,8 @@ command but ADDJOB. An ADDJOB whose connection dropped after it was sent may
 have been run: ``ConnectionLost`` says so, and the caller decides (resending
 makes at most a second copy of the job: at-least-once).
 
-``aio.AsyncClient`` is the same client for asyncio; commands.py holds what
-they share.
+``aio.AsyncClient`` is the same client for asyncio: every command is written
+once, in commands.py; this module is the I/O.
 """
 
 from __future__ import annotations
@@ -32,21 +32,17 @@ import redis
 
 from disque.commands import (
     Address,
-    ClientBase,
-    add_job_args,
+    Call,
+    Commands,
+    Scan,
+    SyncCore,
+    T,
     add_job_args_for,
     failure,
-    get_job_args,
-    jobs_of,
-    jscan_options,
     last_cursor,
-    nack_args,
-    pairs,
-    qscan_options,
 )
 from disque.errors import ConnectionLost, DisqueError, NoAuth, NoNodeAvailable, reply_error
-from disque.job import Job
-from disque.protocol import Hello, connect, info_numbers, parse_hello, parse_info, text
+from disque.protocol import connect, parse_hello, text
 
 
 class ClientPerThread:
@@ -81,7 +77,7 @@ class ClientOnNodePerThread:
         return client
 
 
-class Client(ClientBase):
+class Client(Commands, SyncCore):
     """A Disque client for one or more seed nodes (``"host:port"``)."""
 
     _conn: redis.Redis | None = None
@@ -116,12 +112,6 @@ class Client(ClientBase):
             return
         raise NoNodeAvailable("no Disque node answered: " + "; ".join(tried or ["none to try"]))
 
-    def hello(self) -> Hello:
-        """HELLO, parsed (and remembered: the next move follows it)."""
-        hello = parse_hello(self.execute("HELLO"))
-        self.learn(hello)
-        return hello
-
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -152,25 +142,29 @@ class Client(ClientBase):
                 self.connect(avoid=gone)
         raise NoNodeAvailable(f"{args[0]}: still no node to run it after {self.max_moves} moves")
 
-    def add_job(
-        self,
-        queue: str,
-        body: str | bytes,
-        timeout: int = 0,
-        *,
-        replicate: int | None = None,
-        delay: int | None = None,
-        retry: int | None = None,
-        ttl: int | None = None,
-        maxlen: int | None = None,
-        asynchronous: bool = False,
-    ) -> str:
-        """ADDJOB; ``timeout`` in milliseconds (0: as long as replication takes),
-        ``delay``, ``retry`` and ``ttl`` in seconds. The new job's ID."""
-        args = add_job_args(
-            queue, body, timeout, replicate, delay, retry, ttl, maxlen, asynchronous
-        )
-        return text(self.execute(*args))
+    def run(self, call: Call[T]) -> T:
+        """Send one command (commands.py says which) and read its reply."""
+        if not call.args:
+            return call.read(None, None)
+        value = call.read(self.execute(*call.args), self.address)
+        if call.then is not None:
+            target = call.then(value)
+            if target is not None:  # (consumer locality: a move is never an error)
+                with contextlib.suppress(DisqueError):
+                    self.connect(prefer=target)
+        return value
+
+    def iterate(self, scan: Scan[T]) -> Iterator[T]:
+        """A cursor command's items, cursor by cursor."""
+        cursor: Any = b"0"
+        while True:
+            cursor, items = self.execute(scan.command, cursor, *scan.options)
+            for item in items:
+                value = scan.read(item)
+                if value is not None:
+                    yield value
+            if last_cursor(cursor):
+                return
 
     def add_jobs(
         self,
@@ -202,101 +196,3 @@ class Client(ClientBase):
             else text(reply)
             for reply in replies
         ]
-
-    def get_job(
-        self,
-        *queues: str,
-        timeout: int | None = None,
-        count: int | None = None,
-        nohang: bool = False,
-        with_counters: bool = False,
-    ) -> list[Job]:
-        """GETJOB FROM queues; ``timeout`` in milliseconds (None: wait for ever).
-        An empty list when none came (NOHANG, or the timeout)."""
-        reply = self.execute(*get_job_args(queues, timeout, count, nohang, with_counters))
-        jobs = jobs_of(reply, self.address)  # (before a locality move: where they are)
-        target = self.producer_to_follow(jobs)
-        if target is not None:  # after the jobs came: they are delivered, any node acks
-            with contextlib.suppress(DisqueError):
-                self.connect(prefer=target)
-        return jobs
-
-    def ack(self, *job_ids: str) -> int:
-        """ACKJOB: the jobs are done (deleted cluster-wide); how many were known."""
-        return int(self.execute("ACKJOB", *job_ids)) if job_ids else 0
-
-    def fast_ack(self, *job_ids: str) -> int:
-        """FASTACK: a best-effort ACKJOB with a single broadcast."""
-        return int(self.execute("FASTACK", *job_ids)) if job_ids else 0
-
-    def nack(self, *job_ids: str, delay: int | None = None) -> int:
-        """NACK: queue the jobs again at once, their nack counter increased; with
-        ``delay`` (seconds, this server's NACK ... DELAY) after that long."""
-        return int(self.execute(*nack_args(job_ids, delay))) if job_ids else 0
-
-    def working(self, job_id: str) -> int:
-        """WORKING: postpone the job's next re-queue; the seconds it was postponed by."""
-        return int(self.execute("WORKING", job_id))
-
-    def enqueue(self, *job_ids: str) -> int:
-        return int(self.execute("ENQUEUE", *job_ids)) if job_ids else 0
-
-    def dequeue(self, *job_ids: str) -> int:
-        return int(self.execute("DEQUEUE", *job_ids)) if job_ids else 0
-
-    def del_job(self, *job_ids: str) -> int:
-        """DELJOB: delete the jobs from this node only."""
-        return int(self.execute("DELJOB", *job_ids)) if job_ids else 0
-
-    def show(self, job_id: str) -> dict[str, Any] | None:
-        """SHOW: the job's fields as a dict (None when unknown here)."""
-        return pairs(self.execute("SHOW", job_id))
-
-    def qlen(self, queue: str) -> int:
-        return int(self.execute("QLEN", queue))
-
-    def qpeek(self, queue: str, count: int) -> list[Job]:
-        """QPEEK: the ``count`` oldest jobs (newest first when negative), left queued."""
-        return jobs_of(self.execute("QPEEK", queue, count))
-
-    def qstat(self, queue: str) -> dict[str, Any] | None:
-        return pairs(self.execute("QSTAT", queue))
-
-    def pause(self, queue: str, *options: str) -> str:
-        """PAUSE queue in|out|all|none|state [bcast]: the queue's pause state."""
-        return text(self.execute("PAUSE", queue, *options))
-
-    def qscan(self, *, count: int | None = None, **filters: int) -> Iterator[str]:
-        """Every queue name (QSCAN, cursor by cursor); ``minlen``, ``maxlen``,
-        ``importrate`` filter as QSCAN's options."""
-        for item in self.scan("QSCAN", qscan_options(count, filters)):
-            yield text(item)
-
-    def jscan(
-        self, *, count: int | None = None, queue: str | None = None, states: Sequence[str] = ()
-    ) -> Iterator[str]:
-        """Every job ID (JSCAN, cursor by cursor), of a queue and in states if given."""
-        for item in self.scan("JSCAN", jscan_options(count, queue, states)):
-            yield text(item)
-
-    def jscan_jobs(
-        self, *, count: int | None = None, queue: str | None = None, states: Sequence[str] = ()
-    ) -> Iterator[dict[str, Any]]:
-        """JSCAN ... REPLY all: every job as SHOW shows it (a dict)."""
-        for item in self.scan("JSCAN", [*jscan_options(count, queue, states), "REPLY", "all"]):
-            shown = pairs(item)
-            if shown is not None:
-                yield shown
-
-    def scan(self, command: str, options: list[Any]) -> Iterator[Any]:
-        cursor: Any = b"0"
-        while True:
-            cursor, items = self.execute(command, cursor, *options)
-            yield from items
-            if last_cursor(cursor):
-                return
-
-    def info(self, section: str | None = None) -> dict[str, Any]:
-        """INFO as {section: {field: value}}."""
-        reply = self.execute("INFO", *([section] if section else []))
-        return info_numbers(parse_info(reply))

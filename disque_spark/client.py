@@ -15,6 +15,8 @@ from typing import Any
 import redis
 
 from disque import protocol as client
+from disque.commands import parse_address
+from disque.errors import DisqueError  # the package's one error hierarchy
 from disque.protocol import Node, by_priority
 from disque.tls import TLS, handshake_failure
 
@@ -40,23 +42,16 @@ JOB_FIELDS = {
 }
 
 
-class DisqueError(RuntimeError):
-    """A failure the connector reports to Spark (and so to the user)."""
-
-
 def parse_seeds(nodes: str | None) -> list[tuple[str, int]]:
-    """'h1:7711,h2:7712' -> [('h1', 7711), ('h2', 7712)]; a bare host means port 7711."""
+    """'h1:7711,h2:7712' -> [('h1', 7711), ('h2', 7712)]; a bare host means port 7711
+(``disque.commands.parse_address``, as every client of the package reads one)."""
     seeds = []
     for item in (nodes or DEFAULT_NODES).split(","):
         item = item.strip()
         if not item:
             continue
-        host, sep, port = item.rpartition(":")
-        if not sep:
-            host, port = item, "7711"
-        host = host.strip("[]") or "127.0.0.1"
         try:
-            seeds.append((host, int(port)))
+            seeds.append(parse_address(item))
         except ValueError:
             raise DisqueError(
                 f"disque: bad node address {item!r} in option 'nodes' "
