@@ -4,13 +4,15 @@
 # the node: --cluster-announce-ip, --cluster-announce-port, --cluster-announce-bus-port.
 FROM python:3.11-slim
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
+COPY client client
+COPY disque disque
 COPY disque_server disque_server
 COPY disque_common disque_common
 COPY disque_cli disque_cli
 COPY disque_tui disque_tui
 COPY disque_spark disque_spark
-RUN pip install --no-cache-dir . && mkdir /data
+RUN pip install --no-cache-dir ./client . && mkdir /data
 WORKDIR /data
 VOLUME /data
 # client port, cluster bus (port + 10000), Prometheus metrics (with --metrics-port 9711)

@@ -1,4 +1,5 @@
-"""disque: use Disque from Python (installed by the ``disque-py`` distribution).
+"""disque: use Disque from Python (the ``disque-py-client`` distribution, which
+``disque-py``, the node and its tools, depends on).
 
 from disque import Client
 

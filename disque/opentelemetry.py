@@ -5,7 +5,7 @@ the producer through Disque to the worker.
 
     tasks = Tasks("127.0.0.1:7711", middleware=[Tracing()])
 
-(``pip install 'disque-py[opentelemetry]'``: opentelemetry-api; an SDK and an
+(``pip install 'disque-py-client[opentelemetry]'``: opentelemetry-api; an SDK and an
 exporter are the application's choice, as always with OpenTelemetry.)
 
 * Producer: each call sent gets a ``<task> send`` span (kind PRODUCER), whose

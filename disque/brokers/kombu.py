@@ -199,7 +199,7 @@ class Transport(virtual.Transport):
     def driver_version(self) -> str:
         from importlib.metadata import version
 
-        return version("disque-py")
+        return version("disque-py-client")
 
 
 TRANSPORT_ALIASES.setdefault("disque", "disque.brokers.kombu:Transport")

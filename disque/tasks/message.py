@@ -74,7 +74,7 @@ class MsgpackSerializer:
             import msgpack
         except ImportError:
             raise ImportError(
-                "serializer 'msgpack' needs the msgpack package: pip install 'disque-py[msgpack]'"
+                "serializer 'msgpack' needs the msgpack package: pip install 'disque-py-client[msgpack]'"
             ) from None
         self.msgpack = msgpack
 
