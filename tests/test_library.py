@@ -29,7 +29,7 @@ from disque import (
 )
 from disque.locality import Locality
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def addr(node: Node) -> str:
@@ -153,14 +153,16 @@ def test_parse_address_refuses_a_bad_port() -> None:
         parse_address("host:99999")
 
 
-def test_the_readme_example_runs(node: Node) -> None:
-    """The README's "Using Disque from Python" example, on this test's node."""
-    text = README.read_text()
+@pytest.mark.parametrize("page", ["README.md", "docs/library.md"])
+def test_the_readme_example_runs(node: Node, page: str) -> None:
+    """The "Using Disque from Python" example of the README and of the docs'
+    library page, on this test's node."""
+    text = (ROOT / page).read_text()
     section = text.split("## Using Disque from Python", 1)[1]
     code = section.split("```python", 1)[1].split("```", 1)[0]
     code = code.replace("127.0.0.1:7711", addr(node))
     scope: dict[str, object] = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 (our own README)
+    exec(compile(code, page, "exec"), scope)  # noqa: S102 (our own docs)
     assert scope["done"] == [b'{"to": "ada@example.com"}']
 
 

@@ -363,15 +363,17 @@ def test_against_c_disque_a_job_round_trip(c_disque: Node) -> None:
         assert client.get_job("emails", nohang=True) == []
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+# The worker's guide (the README's "Workers" section before the docs site).
+LIBRARY_DOC = Path(__file__).resolve().parent.parent / "docs" / "library.md"
 
 
 def test_the_readme_worker_example_runs_with_metrics(
     tmp_path: Path, cluster3: ClusterOfNodes
 ) -> None:
-    """The README's app.py, on this test's cluster, run by disque-worker with
-    --metrics-port: its jobs are handled, and Prometheus counts them."""
-    section = README.read_text().split("### Workers", 1)[1]
+    """The docs' worker app.py (docs/library.md), on this test's cluster, run by
+    disque-worker with --metrics-port: its jobs are handled, and Prometheus
+    counts them."""
+    section = LIBRARY_DOC.read_text().split("### Workers", 1)[1]
     code = section.split("```python", 1)[1].split("```", 1)[0]
     for i, node in enumerate(cluster3):
         code = code.replace(f"127.0.0.1:{7711 + i}", addr(node))

@@ -376,12 +376,13 @@ def test_a_list_of_nodes_is_taken_wherever_nodes_are(cluster3: ClusterOfNodes) -
         Worker(7711)  # type: ignore[arg-type]
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+# The worker's guide (the README's "Workers" section before the docs site).
+LIBRARY_DOC = Path(__file__).resolve().parent.parent / "docs" / "library.md"
 
 
 def readme_worker_walkthrough() -> tuple[str, str]:
-    """The README's worker ``app.py`` and its walkthrough script."""
-    section = README.read_text().split("### Workers", 1)[1].split("\n## ", 1)[0]
+    """The worker's ``app.py`` and its walkthrough script (docs/library.md)."""
+    section = LIBRARY_DOC.read_text().split("### Workers", 1)[1].split("\n## ", 1)[0]
     app = section.split("```python", 1)[1].split("```", 1)[0]
     script = section.split("Walkthrough:", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
     return app, script
@@ -401,7 +402,7 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path: Path, cluster3: Cluste
         )
     script = script.replace("9109", str(free_port(bus=False)))
     (tmp_path / "app.py").write_text(app)
-    (tmp_path / "wait_dead.py").write_text(  # (a wait where the README sleeps)
+    (tmp_path / "wait_dead.py").write_text(  # (a wait where the docs sleep)
         textwrap.dedent(
             f"""
             import pathlib, time
