@@ -2,7 +2,7 @@
 
     python tests/tui/make_screenshot.py [OUTDIR]      # default: the current directory
 
-(The README's images, docs/tui.svg and docs/tui-queues.svg, are the snapshot
+(The documentation's images, docs/tui.svg and docs/tui-queues.svg, are the snapshot
 tests' SVGs, copied; test_tui_snapshots checks they are the same.)
 
 Starts three throw-away nodes (tests/nodes.py), creates a few queues, keeps

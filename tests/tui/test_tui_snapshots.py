@@ -211,7 +211,8 @@ def test_screenshot_says_where_or_why_not(tmp_path, monkeypatch, where: str) -> 
     ],
 )
 def test_readme_images_are_the_snapshots(image: str, snapshot: str) -> None:
-    """The README shows what the tests check: after --snapshot-update, copy them."""
+    """The README and docs/tui.md show what the tests check: after --snapshot-update,
+    copy them."""
     root = Path(__file__).resolve().parents[2]
     assert (root / "docs" / image).read_bytes() == (
         Path(__file__).parent / "__snapshots__" / "test_tui_snapshots" / snapshot
