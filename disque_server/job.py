@@ -194,6 +194,13 @@ class Job:
         self.nodes_confirmed: tuple[bytes, ...] = ()
         self.gc_retry = 0
 
+    def requeue_at(self, now: int, delay_s: int = 0) -> int:
+        """The re-queue rule, written once: when this job is next queued again,
+        RETRY seconds from ``now`` (ms; after ``delay_s`` more, for a copy whose
+        DELAY has still to run), plus a jitter so its owners do not all wake at
+        once (Disque's jobReplicationAckTimer / updateJobRequeueTime)."""
+        return now + (delay_s + self.retry) * 1000 + time_error_ms(self.retry)
+
     def show_pairs(self, now_ms: int) -> list[tuple[bytes, object]]:
         """The 15 fields of SHOW and JSCAN REPLY ALL, in Disque's order."""
         return [
@@ -324,7 +331,7 @@ def job_from_fields(fields: list[bytes], state: int) -> Job | None:
     job.nacks, job.deliveries = nacks, deliveries
     if retry:
         job.flags |= FLAG_BCAST_WILLQUEUE
-        job.qtime = now_ms() + (delay + retry) * 1000 + time_error_ms(retry)
+        job.qtime = job.requeue_at(now_ms(), delay)
     else:
         job.qtime = qtime
     job.nodes_delivered = shared_node_ids(fields[11])

@@ -27,7 +27,7 @@ FULL: Final = 3
 LEVEL_STARTS: Final = {EXTERNAL_REPL: 0.75, EVICT: 0.95, FULL: 1.0}  # fractions of maxmemory
 
 # What the data costs, measured on CPython 3.11 (RSS growth over 1M jobs, see
-# the README): a job with a 40-byte ID, beside its body: the Job object and
+# docs/server.md): a job with a 40-byte ID, beside its body: the Job object and
 # its numbers, its index and timer entries, its queue entry.
 JOB_BYTES: Final = 545
 # Memory.refresh_at when no maxmemory level is near (1 << 61: a short int in compiled

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from sortedcontainers import SortedKeyList
 
-from disque_server.clock import now_ms, now_s, time_error_ms
+from disque_server.clock import now_ms, now_s
 from disque_server.job import (
     ACTIVE,
     FLAG_BCAST_QUEUED,
@@ -339,7 +339,7 @@ class Queues:
         job.state = QUEUED
         if job.retry:
             job.flags |= FLAG_BCAST_WILLQUEUE
-            job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+            job.qtime = job.requeue_at(now)
         else:
             job.qtime = 0
         # The first queueing is not news for the other owners; re-queues are.
@@ -393,7 +393,7 @@ class Queues:
         if job.retry:
             # The retry period counts from the delivery: the worker gets it all.
             job.flags |= FLAG_BCAST_WILLQUEUE
-            job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+            job.qtime = job.requeue_at(now)
             self.hooks.job_timer_changed(job, now)
             if len(job.nodes_delivered) > 1:
                 self.hooks.job_working(job)  # the other owners wait too

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import i64
 
-from disque_server.clock import now_ms, time_error_ms
+from disque_server.clock import now_ms
 from disque_server.job import (
     ACKED,
     ACTIVE,
@@ -328,14 +328,14 @@ class Jobs:
         if job.state == ACTIVE and job.qtime and job.qtime <= now:
             q = server.queues.lookup(job.queue)
             if job.retry and q is not None and q.flags & PAUSED_IN:
-                job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+                job.qtime = job.requeue_at(now)
             else:
                 nack = bool(job.flags & FLAG_NACK_DELAYED)  # NACK ... DELAY's re-queue
                 job.flags &= ~FLAG_NACK_DELAYED
                 server.queues.enqueue_job(job, nack)
         if job.state == QUEUED and job.qtime and job.qtime <= now and job.retry:
             job.flags |= FLAG_BCAST_WILLQUEUE
-            job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+            job.qtime = job.requeue_at(now)
         if job.state == ACKED:
             self.hooks.try_gc(job)
             if job.id not in self.by_id:

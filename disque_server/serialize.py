@@ -26,7 +26,7 @@ import struct
 import time
 from typing import Final
 
-from disque_server.clock import now_ms, time_error_ms
+from disque_server.clock import now_ms
 from disque_server.job import (
     ACKED,
     ACTIVE,
@@ -212,7 +212,7 @@ def deserialize_job(data: bytes, pos: int = 0, storage: bool = True) -> tuple[Jo
     now = now_ms()
     if retry:
         job.flags |= FLAG_BCAST_WILLQUEUE
-        job.qtime = now + (delay + retry) * 1000 + time_error_ms(retry)
+        job.qtime = job.requeue_at(now, delay)
     else:
         # An at-most-once job is queued once: when its DELAY ends, if that is still
         # to come (Disque forgets it: qtime 0); never again once it may have been.

@@ -44,7 +44,7 @@ JOB_FIELDS = {
 
 def parse_seeds(nodes: str | None) -> list[tuple[str, int]]:
     """'h1:7711,h2:7712' -> [('h1', 7711), ('h2', 7712)]; a bare host means port 7711
-(``disque.commands.parse_address``, as every client of the package reads one)."""
+    (``disque.commands.parse_address``, as every client of the package reads one)."""
     seeds = []
     for item in (nodes or DEFAULT_NODES).split(","):
         item = item.strip()

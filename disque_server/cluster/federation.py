@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from disque_server.blocking import BlockedRefill
-from disque_server.clock import now_ms, time_error_ms
+from disque_server.clock import now_ms
 from disque_server.job import (
     ACTIVE,
     FIELDS,
@@ -166,7 +166,7 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             server.jobs.unregister(job)  # at-most-once: the job moves
         else:
             job.flags |= FLAG_BCAST_WILLQUEUE  # still ours until acknowledged
-            job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+            job.qtime = job.requeue_at(now)
             server.jobs.update_awake(job)
             server.hooks.job_changed(job)
     cluster.send(sender, b"YOURJOBS", fields)

@@ -70,7 +70,7 @@ def postpone(cluster: Cluster, job: Job) -> None:
     job.flags &= ~FLAG_NACK_DELAYED  # another owner re-queued or delivered it
     if job.retry:
         job.flags |= FLAG_BCAST_WILLQUEUE
-        job.qtime = now_ms() + job.retry * 1000 + time_error_ms(job.retry)
+        job.qtime = job.requeue_at(now_ms())
         cluster.server.jobs.update_awake(job)
 
 

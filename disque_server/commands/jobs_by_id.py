@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from disque_server.clock import now_ms, time_error_ms
+from disque_server.clock import now_ms
 from disque_server.cluster import gc, requeue
 from disque_server.commands.args import BADID, parse_ll, validate_job_ids
 from disque_server.job import (
@@ -148,7 +148,7 @@ def postpone_requeue(c: Client, job: Job, now: int) -> None:
     job.flags &= ~FLAG_NACK_DELAYED
     if job.retry:
         job.flags |= FLAG_BCAST_WILLQUEUE
-        job.qtime = now + job.retry * 1000 + time_error_ms(job.retry)
+        job.qtime = job.requeue_at(now)
     server.jobs.update_awake(job)
 
 
