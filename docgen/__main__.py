@@ -10,7 +10,8 @@ from docgen import generate
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m docgen", description="Write completions/ and man/ from the tables."
+        prog="python -m docgen",
+        description="Write completions/, man/ and docs/layers.md from the tables.",
     )
     parser.add_argument("--check", action="store_true", help="fail if files are stale")
     args = parser.parse_args(argv)

@@ -16,37 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from disque_server.layers import LAYERS as NODE_LAYERS
+
 PACKAGE = Path(__file__).resolve().parents[2] / "disque_server"
 
-# Bottom to top: a module may import the modules of the layers below its own, and in
-# its own layer those of its package only. A name stands for the module and, for a
-# package, everything in it.
-LAYERS: list[tuple[str, ...]] = [
-    ("__init__",),  # the version strings
-    ("clock",),
-    ("log",),
-    ("config",),
-    ("tls",),  # config's TLS options as SSL contexts
-    ("listener",),  # the client port's sockets (stdlib only)
-    ("resp",),  # all encoding, and the request framing
-    ("request_reader",),  # bytes in, requests out: for clients and bus links
-    ("job",),  # a job, and its fields for the bus and the AOF
-    ("serialize",),  # a job as Disque's bytes: serializeJob / deserializeJob
-    ("stats", "slowlog", "latency"),  # counters, SLOWLOG's entries, the loop's stalls
-    ("hooks",),  # what the layers below the client call above them (server.NodeHooks)
-    ("memory",),  # what jobs and queues cost: used_memory
-    ("queue",),
-    ("registry",),  # the jobs registered here, and their timers (re-queue: pause flags)
-    ("blocking", "aof", "check_aof", "collector", "output_limits", "watchdog"),
-    ("eviction",),  # what maxmemory frees: walks the jobs, the queues, the AOF buffers
-    ("ack",),  # acknowledgements: the cluster's GC through hooks (gc_started, ...)
-    ("client", "cluster"),
-    ("commands",),  # one module per command family: they call all of the above
-    ("metrics",),  # the Prometheus endpoint: reads all of the above
-    ("server",),  # where everything is built and wired
-    ("main",),
-    ("__main__",),
-]
+# Bottom to top (disque_server/layers.py: the one place the order is written): a
+# module may import the modules of the layers below its own, and in its own layer
+# those of its package only. A name stands for the module and, for a package,
+# everything in it.
+LAYERS: list[tuple[str, ...]] = [names for names, _ in NODE_LAYERS]
 
 # (importer, imported): the upward imports still in the tree, each to be removed with
 # the import; the test fails on a new one, and on one listed here that is gone.
