@@ -43,12 +43,17 @@ from disque_server.job import (
     Job,
     job_from_fields,
 )
-from disque_server.registry import INDEX_PARTS
+from disque_server.jobs.registry import INDEX_PARTS
 from disque_server.resp import BYTES_ONLY, bulk_array, bulk_array_length
 from disque_server.serialize import SerializeError, deserialize_job, loadjob_record
 
 if TYPE_CHECKING:
-    from disque_server.server import Server
+    import asyncio
+
+    from disque_server.config import Config
+    from disque_server.jobs.queue import Queues
+    from disque_server.jobs.registry import Jobs
+    from disque_server.log import Log
 
 READ_CHUNK: Final = 1024 * 1024
 
@@ -97,16 +102,15 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_snapshot(server: Server, path: str) -> int:
+def write_snapshot(jobs: Jobs, incremental: bool, path: str) -> int:
     """Write every job as a LOADJOB record to ``path`` (fsynced); return the size.
 
     With aof-rewrite-incremental-fsync, fsync every 32 MB written, as Redis:
     the disk gets the file in steps, not in one long burst at the end."""
     chunk: list[bytes] = []
     size = synced = 0
-    incremental = server.config["aof-rewrite-incremental-fsync"]
     with open(path, "wb") as f:
-        for job in server.jobs.all():
+        for job in jobs.all():
             chunk.append(job_record(job))
             if len(chunk) >= 1000:
                 data = b"".join(chunk)
@@ -126,8 +130,22 @@ def write_snapshot(server: Server, path: str) -> int:
 
 
 class AOF:
-    def __init__(self, server: Server) -> None:
-        self.server = server
+    """The append-only file: what is written to it, its fsyncs, its rewrites, and
+    loading it at start."""
+
+    def __init__(
+        self,
+        config: Config,
+        log: Log,
+        loop: asyncio.AbstractEventLoop,
+        jobs: Jobs,
+        queues: Queues,
+    ) -> None:
+        self.config = config
+        self.log = log
+        self.loop = loop
+        self.jobs = jobs
+        self.queues = queues
         self.state = "off"  # off | on | wait_rewrite
         self.fd = -1
         self.buf: list[bytes] = []
@@ -147,7 +165,7 @@ class AOF:
 
     @property
     def path(self) -> str:
-        return os.path.join(self.server.config["dir"], self.server.config["appendfilename"])
+        return os.path.join(self.config["dir"], self.config["appendfilename"])
 
     # ---- start and stop ----------------------------------------------------------
     def open(self) -> None:
@@ -205,7 +223,7 @@ class AOF:
         try:
             write_all(self.fd, data)
             self.current_size += len(data)
-            policy = self.server.config["appendfsync"]
+            policy = self.config["appendfsync"]
             if policy == "always" and not self.fsync_paused:
                 aof_fsync(self.fd)
             elif policy != "no":
@@ -213,13 +231,13 @@ class AOF:
             self.last_write_error = ""
         except OSError as exc:
             self.last_write_error = exc.strerror or str(exc)
-            self.server.log.warning("Error writing to the AOF file: %s", self.last_write_error)
+            self.log.warning("Error writing to the AOF file: %s", self.last_write_error)
 
     @property
     def fsync_paused(self) -> bool:
         """no-appendfsync-on-rewrite: no fsync while a rewrite child writes (the
         disk is busy with it); the writes are fsynced once it is done."""
-        return self.rewrite is not None and self.server.config["no-appendfsync-on-rewrite"]
+        return self.rewrite is not None and self.config["no-appendfsync-on-rewrite"]
 
     @property
     def write_error(self) -> str:
@@ -237,10 +255,10 @@ class AOF:
             self.fsync_pending = False
             self.fsync_running = True
             self.last_fsync = now
-            future = self.server.loop.run_in_executor(None, aof_fsync, self.fd)
+            future = self.loop.run_in_executor(None, aof_fsync, self.fd)
             future.add_done_callback(self._fsync_done)
         if self.rewrite is None and self.state == "on" and self.should_auto_rewrite():
-            self.server.log.notice(
+            self.log.notice(
                 "Starting automatic rewriting of AOF on %d%% growth", self.growth_percent()
             )
             self.start_rewrite()
@@ -253,7 +271,7 @@ class AOF:
         return int((self.current_size - base) * 100 / base)
 
     def should_auto_rewrite(self) -> bool:
-        config = self.server.config
+        config = self.config
         pct = config["auto-aof-rewrite-percentage"]
         return (
             bool(pct)
@@ -279,26 +297,26 @@ class AOF:
         if self.rewrite is not None:
             self.rewrite_scheduled = True
             return True
-        tmp = os.path.join(self.server.config["dir"], f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        tmp = os.path.join(self.config["dir"], f"temp-rewriteaof-bg-{os.getpid()}.aof")
         self.flush()
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as exc:
-            self.server.log.warning("Can't rewrite append only file in background: %s", exc)
+            self.log.warning("Can't rewrite append only file in background: %s", exc)
             self.last_bgrewrite_ok = False
             return False
         self.rewrite = Rewrite(fd, tmp)
         self.rewrite_buf = []
         self.rewrite_started = time.monotonic()
-        self.server.log.notice("Background append only file rewriting started")
-        self.server.loop.call_soon(self.rewrite_step, self.rewrite)
+        self.log.notice("Background append only file rewriting started")
+        self.loop.call_soon(self.rewrite_step, self.rewrite)
         return True
 
     def rewrite_step(self, rw: Rewrite) -> None:
         """Write the next parts of the job index (REWRITE_STEP_JOBS jobs or so)."""
         if self.rewrite is not rw:
             return  # killed (CONFIG SET appendonly no, SHUTDOWN ...)
-        index = self.server.jobs.by_id
+        index = self.jobs.by_id
         chunk: list[bytes] = []
         while rw.next_part < INDEX_PARTS and len(chunk) < REWRITE_STEP_JOBS:
             for job in index.part_jobs(rw.next_part):
@@ -311,9 +329,9 @@ class AOF:
             self.rewrite_failed(f"write: {exc}")
             return
         rw.size += len(data)
-        loop = self.server.loop
+        loop = self.loop
         if rw.next_part < INDEX_PARTS:
-            incremental = self.server.config["aof-rewrite-incremental-fsync"]
+            incremental = self.config["aof-rewrite-incremental-fsync"]
             if incremental and not rw.syncing and rw.size - rw.synced >= INCREMENTAL_FSYNC_BYTES:
                 # As Disque every 32 MB, but in a thread: the walk goes on meanwhile.
                 rw.syncing = True
@@ -351,13 +369,13 @@ class AOF:
         if self.state != "off":
             self.open()
         self.last_bgrewrite_ok = True
-        self.server.log.notice("Background AOF rewrite finished successfully")
+        self.log.notice("Background AOF rewrite finished successfully")
         if self.rewrite_scheduled:
             self.rewrite_scheduled = False
             self.start_rewrite()
 
     def rewrite_failed(self, why: str) -> None:
-        self.server.log.warning("Background AOF rewrite terminated with error: %s", why)
+        self.log.warning("Background AOF rewrite terminated with error: %s", why)
         self.kill_rewrite()
         self.last_bgrewrite_ok = False
         if self.state == "wait_rewrite":
@@ -378,18 +396,18 @@ class AOF:
     def rewrite_for_shutdown(self) -> bool:
         """SHUTDOWN REWRITE-AOF: a fresh AOF written now, while no client is served."""
         self.kill_rewrite()
-        tmp = os.path.join(self.server.config["dir"], f"temp-rewriteaof-{os.getpid()}.aof")
+        tmp = os.path.join(self.config["dir"], f"temp-rewriteaof-{os.getpid()}.aof")
         try:
-            write_snapshot(self.server, tmp)
+            write_snapshot(self.jobs, bool(self.config["aof-rewrite-incremental-fsync"]), tmp)
             os.replace(tmp, self.path)
         except OSError as exc:
-            self.server.log.warning("Error rewriting the AOF for shutdown: %s", exc)
+            self.log.warning("Error rewriting the AOF for shutdown: %s", exc)
             return False
         self.buf.clear()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        self.server.log.notice("AOF rewritten for a controlled restart: %s", self.path)
+        self.log.notice("AOF rewritten for a controlled restart: %s", self.path)
         return True
 
     # ---- loading --------------------------------------------------------------------
@@ -405,7 +423,6 @@ class AOF:
             self.loading = False
 
     def _load(self, path: str, enqueue_once: bool) -> int:
-        server = self.server
         reader = hiredis.Reader()
         offset = 0  # end of the last complete record
         loaded = 0
@@ -447,21 +464,21 @@ class AOF:
         size = os.path.getsize(path)
         if offset < size:
             self.truncated(path, offset, size)
-        server.log.notice(
+        self.log.notice(
             "DB loaded from append only file: %d job records, %d jobs in memory",
             loaded,
-            len(server.jobs),
+            len(self.jobs),
         )
         return loaded
 
     def truncated(self, path: str, offset: int, size: int) -> None:
-        if not self.server.config["aof-load-truncated"]:
+        if not self.config["aof-load-truncated"]:
             raise AOFError(
                 f"Unexpected end of file reading the append only file {path} at "
                 f"offset {offset} ({size - offset} bytes of an incomplete record). "
                 f"Use 'disque-check-aof --fix {path}' or set aof-load-truncated yes."
             )
-        self.server.log.warning(
+        self.log.warning(
             "!!! Warning: short read while loading the AOF file %s!!! "
             "The last %d bytes (from offset %d) are an incomplete record: "
             "AOF loaded anyway because aof-load-truncated is enabled; the "
@@ -474,12 +491,11 @@ class AOF:
         os.truncate(path, offset)
 
     def apply(self, record: list[bytes], enqueue_once: bool, now_s: int) -> bool:
-        server = self.server
         name = record[0].upper()
         if name == b"DELJOB" and len(record) == 2:
-            job = server.jobs.lookup(record[1])
+            job = self.jobs.lookup(record[1])
             if job is not None:
-                server.jobs.unregister(job)
+                self.jobs.unregister(job)
             return True
         if name != b"LOADJOB":
             return False
@@ -509,26 +525,25 @@ class AOF:
         """A job read from the file takes the place of any earlier record of it;
         queued jobs come back active (re-queued after their RETRY), or queued with
         aof-enqueue-jobs-once, as Disque's loadjobCommand."""
-        server = self.server
-        old = server.jobs.lookup(job.id)
+        old = self.jobs.lookup(job.id)
         if old is not None:
-            server.jobs.unregister(old)
+            self.jobs.unregister(old)
         if job.etime <= now_s:
             return  # expired while the node was down
-        q = server.queues.lookup(job.queue)
+        q = self.queues.lookup(job.queue)
         if q is not None:
             job.queue = q.name
         if state == ACKED:
             job.state = ACKED
-            server.jobs.register(job)
+            self.jobs.register(job)
         elif state == QUEUED and enqueue_once:
             job.state = ACTIVE
-            server.jobs.register(job)
+            self.jobs.register(job)
             job.flags &= ~FLAG_BCAST_QUEUED  # its first queueing here is not a re-queue
-            server.queues.enqueue_job(job)
+            self.queues.enqueue_job(job)
         else:
             job.state = ACTIVE  # the retry timer re-queues it (never RETRY 0 jobs)
-            server.jobs.register(job)
+            self.jobs.register(job)
 
     # ---- INFO --------------------------------------------------------------------------
     def info_fields(self) -> list[str]:

@@ -25,8 +25,8 @@ from disque_server.request_reader import RequestError, RequestReader
 from disque_server.resp import RESP2, Protocol
 
 if TYPE_CHECKING:
-    from disque_server.blocking import Blocked
     from disque_server.commands import Command
+    from disque_server.jobs.blocking import Blocked
     from disque_server.server import Server
 
 OUTPUT_HIGH_WATER: Final = 64 * 1024 * 1024  # stop reading a client that does not read

@@ -9,7 +9,7 @@ list splice) and collections only ever walk what was allocated since. In case
 something long-lived does form a cycle, everything is thawed and collected
 once an hour (FULL_COLLECT_EVERY_S), the one stall this keeps.
 
-This is Python's memory GC, not Disque's ACK garbage collection (ack.py,
+This is Python's memory GC, not Disque's ACK garbage collection (jobs/ack.py,
 cluster/gc.py).
 """
 

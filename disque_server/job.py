@@ -36,7 +36,7 @@ STATE_BY_NAME: Final = {v: k for k, v in STATE_NAMES.items()}
 FLAG_DELIVERED: Final = 1  # handed to a client at least once (GETJOB)
 FLAG_BCAST_QUEUED: Final = 2  # next enqueue is a re-queue: tell the other owners
 FLAG_BCAST_WILLQUEUE: Final = 4  # send WILLQUEUE before re-queueing (awake 500 ms early)
-FLAG_UNPLACED: Final = 8  # awake time set, not yet filed in a timer bucket (registry.py)
+FLAG_UNPLACED: Final = 8  # awake time set, not yet filed in a timer bucket (jobs/registry.py)
 FLAG_NACK_DELAYED: Final = 16  # NACK ... DELAY: the next timed re-queue is that NACK's
 
 ID_LEN: Final = 40

@@ -28,14 +28,17 @@ LAYERS: Final[list[tuple[tuple[str, ...], str]]] = [
     (("stats", "slowlog", "latency"), "the counters, SLOWLOG's entries, the loop's stalls"),
     (("hooks",), "what the layers below the client call above them (server.NodeHooks)"),
     (("memory",), "what jobs and queues cost: used_memory and its level"),
-    (("queue",), "queues: ordered jobs, blocked clients, pause, stats"),
-    (("registry",), "the jobs registered here: lookup, awake timers, the job's states"),
     (
-        ("blocking", "aof", "check_aof", "collector", "output_limits", "watchdog"),
-        "why a client waits; the append-only file and its checker; what the cron runs",
+        ("jobs",),
+        "a job's life: the queues, the registry and its timers (process_job), the "
+        "acknowledgements and the GC's retries, why a client waits (blocking), "
+        "calling each other directly",
+    ),
+    (
+        ("aof", "check_aof", "collector", "output_limits", "watchdog"),
+        "the append-only file and its checker; what the cron runs",
     ),
     (("eviction",), "what maxmemory frees: walks the jobs, the queues, the AOF buffers"),
-    (("ack",), "acknowledgements, ACKJOB replies held for the GC (the cluster's GC: hooks)"),
     (
         ("client", "cluster"),
         "one client connection; this node's view of the cluster (bus, Disque's binary "

@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Final, TypeVar
 
 if TYPE_CHECKING:
-    from disque_server.server import Server
+    from disque_server.config import Config
 
 _PAGE: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -74,8 +74,8 @@ class Memory:
     ``refresh`` takes the registries' counters from its caller
     (``Jobs.refresh_memory``): this module looks at nothing above it."""
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
+    def __init__(self, config: Config) -> None:
+        self.config = config
         self.buffers = 0  # clients and AOF, summed once a second
         self.used = 0
         self.peak = 0
@@ -92,7 +92,7 @@ class Memory:
         self.used = used = jobs_bytes + queues_bytes + self.buffers
         if used > self.peak:
             self.peak = used
-        limit: int = self.server.config["maxmemory"]
+        limit: int = self.config["maxmemory"]
         key = (used, limit, jobs_bytes)
         if key == self.refreshed_for:
             return self.level  # an idle tick: nothing to recompute

@@ -35,10 +35,10 @@ from prometheus_client.exposition import choose_encoder
 from disque_server import DISQUE_VERSION, tls
 from disque_server.commands import commands_processed
 from disque_server.job import STATE_NAMES
-from disque_server.queue import PAUSED_IN, PAUSED_OUT
+from disque_server.jobs.queue import PAUSED_IN, PAUSED_OUT
 
 if TYPE_CHECKING:
-    from disque_server.queue import Queue
+    from disque_server.jobs.queue import Queue
     from disque_server.server import Server
 
 ADDJOB_OUTCOMES: Final = (b"NOREPL", b"OOM", b"PAUSED", b"MAXLEN", b"ERR")

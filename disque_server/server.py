@@ -17,13 +17,12 @@ import time
 import traceback
 from typing import Any, Final
 
-from disque_server import eviction, metrics, resp, tls
-from disque_server.ack import Acks, AckWait
+from disque_server import jobs, metrics, resp, tls
 from disque_server.aof import AOF
-from disque_server.blocking import BlockedGetJob
 from disque_server.client import Client, buffered_bytes
 from disque_server.clock import command_clock
-from disque_server.cluster import Cluster, federation, gc, replication, requeue
+from disque_server.cluster import Cluster
+from disque_server.cluster.events import ClusterJobEvents
 from disque_server.collector import Collector
 from disque_server.commands import (
     HOT_ACKJOB,
@@ -37,15 +36,16 @@ from disque_server.commands import (
     jobs_by_id,
 )
 from disque_server.config import Config, ConfigError
+from disque_server.eviction import Eviction
 from disque_server.hooks import Hooks
-from disque_server.job import WAIT_REPL, CtimeClock, Job
+from disque_server.job import CtimeClock
+from disque_server.jobs.blocking import BlockedGetJob
+from disque_server.jobs.queue import Queue
 from disque_server.latency import LatencyMonitor
 from disque_server.listener import Listener, as_protocol, listening_sockets
 from disque_server.log import Log
 from disque_server.memory import EVICT, Memory, without_peak_capacity
 from disque_server.output_limits import OutputLimits
-from disque_server.queue import Queue, Queues
-from disque_server.registry import Jobs
 from disque_server.resp import LEAVING_ERROR
 from disque_server.slowlog import SlowLog
 from disque_server.stats import Stats
@@ -69,66 +69,15 @@ def cron_hz(period: float) -> int:
 
 
 class NodeHooks(Hooks):
-    """Where the calls of the modules below the server go on (hooks.py lists them):
-    to the cluster (replication, re-queue, GC, federation), the AOF, the ACKJOB
-    replies held for the GC, GETJOB's reply to a blocked client, and the server's
-    own dispatch, reply flushing and shutdown."""
+    """Where the hooks of the modules below the server go on (hooks.Hooks): GETJOB's
+    reply to a blocked client, the server's own dispatch, reply flushing and shutdown. (A job's events go to the cluster and
+    the AOF without the server: cluster.events.)"""
 
     def __init__(self, server: Server) -> None:
         self.server = server
 
-    def job_requeued(self, job: Job, nack: bool) -> None:
-        requeue.broadcast_queued(self.server.cluster, job, nack)
-
-    def job_working(self, job: Job) -> None:
-        requeue.broadcast_working(self.server.cluster, job)
-
-    def job_timer_changed(self, job: Job, now: int) -> None:
-        self.server.jobs.update_awake(job, now)
-
-    def queue_drained(self, q: Queue) -> None:
-        cluster = self.server.cluster
-        if cluster.size > 1:
-            federation.on_queue_drained(cluster, q)
-
     def serve_blocked(self, client: Client, q: Queue) -> None:
         getjob.serve_blocked(client, q)
-
-    def job_changed(self, job: Job) -> None:
-        self.server.aof.loadjob(job)
-
-    def job_unregistered(self, job: Job) -> None:
-        server = self.server
-        if job.state != WAIT_REPL:  # (a job waiting for its copies is not in the AOF)
-            server.aof.deljob(job)
-        if server.cluster.replications:  # it may be replicating still (a client waiting)
-            replication.job_removed(server.cluster, job)
-        if server.acks.waits:
-            server.acks.on_job_gone(job.id)
-
-    def gc_time(self, job: Job) -> int:
-        return self.server.acks.next_gc_time(job)
-
-    def try_gc(self, job: Job) -> bool:
-        return self.server.acks.try_gc(job)
-
-    def node_leaving(self) -> bool:
-        return self.server.cluster.leaving
-
-    def job_will_queue(self, job: Job) -> None:
-        requeue.send_willqueue(self.server.cluster, job)
-
-    def ack_wait_released(self, wait: AckWait) -> None:
-        self.server.acks.forget_wait(wait)
-
-    def alone(self) -> bool:
-        return self.server.cluster.size == 1
-
-    def gc_started(self, job: Job) -> bool:
-        return gc.start_gc(self.server.cluster, job)
-
-    def gc_in_flight(self, job: Job) -> bool:
-        return gc.in_flight(self.server.cluster, job)
 
     def client_buffers(self) -> int:
         return buffered_bytes(self.server.clients)
@@ -175,11 +124,13 @@ class Server:
         self.monitors: dict[Client, None] = {}
         self.ctime_clock = CtimeClock()
         self.hooks: Hooks = NodeHooks(self)  # before the layers that call it
-        self.jobs = Jobs(self)
-        self.queues = Queues(self)
-        self.acks = Acks(self)
-        self.memory = Memory(self)
-        self.cluster = Cluster(self)
+        self.memory = Memory(config)
+        # What a job's life tells the cluster and the AOF (both built below).
+        self.job_events = ClusterJobEvents()
+        self.jobs, self.queues, self.acks = jobs.build(
+            self.hooks, self.job_events, self.memory, log, self.loop
+        )
+        self.cluster = self.job_events.cluster = Cluster(self)
         self.commands: dict[bytes, Command] = build_table()
         self.command_list: list[Command] = list(dict.fromkeys(self.commands.values()))
         self.slowlog = SlowLog(config["slowlog-max-len"])
@@ -203,7 +154,8 @@ class Server:
         self._cron_expected = 0.0
         self.collector = Collector()
         self.latency = LatencyMonitor()
-        self.aof = AOF(self)
+        self.aof = self.job_events.aof = AOF(config, log, self.loop, self.jobs, self.queues)
+        self.eviction = Eviction(config, self.memory, self.jobs, self.queues, self.aof, self.hooks)
         self.watchdog = Watchdog()
         self.output_limits = OutputLimits()
         self.unix_server: asyncio.AbstractServer | None = None
@@ -386,7 +338,7 @@ class Server:
                 f"MISCONF Errors writing to the AOF file: {self.aof.last_write_error}"
             )
             return
-        if cmd.denyoom and self.memory.level >= EVICT and not eviction.room_for_command(self):
+        if cmd.denyoom and self.memory.level >= EVICT and not self.eviction.room_for_command():
             client.reply(b"-OOM command not allowed when used memory > 'maxmemory'.\r\n")
             self.stats.count_refusal(cmd.name_bytes, b"OOM")
             return
@@ -524,6 +476,7 @@ class Server:
         return not self.clients and not len(self.jobs)
 
     def cron(self) -> None:
+        self.stats.cron_ticks += 1
         self.latency.record_stall(
             int((time.monotonic() - self._cron_expected) * 1000),
             self.config["latency-monitor-threshold"],
@@ -554,8 +507,8 @@ class Server:
             self.schedule_cron(period)
 
     def once_per_second(self) -> None:
-        eviction.sample_buffers(self)
-        eviction.evict_if_needed(self)
+        self.eviction.sample_buffers()
+        self.eviction.evict_if_needed()
         self.queues.evict_idle(self.config["queue-max-idle-time"])
         self.release_peak_capacity()
         timeout = self.config["timeout"]
@@ -584,7 +537,7 @@ class Server:
             self.log.set_level(str(value))
         elif name == "maxmemory":
             self.jobs.refresh_memory()
-            eviction.evict_if_needed(self)
+            self.eviction.evict_if_needed()
         elif name == "watchdog-period":  # armed now, not at the next tick
             self.watchdog.tick(int(value), cron_hz(self.cron_period(self.idle())), self.log.stream)
             self.update_slow_threshold()

@@ -18,6 +18,7 @@ class Stats:
     net_output_bytes: int = 0
     blocked_clients: int = 0
     expired_jobs: int = 0
+    cron_ticks: int = 0  # how often the cron ran, idle or not (INFO timers; not reset)
     # ADDJOB refusals by error code (NOREPL, OOM, PAUSED, MAXLEN, ERR): counted on
     # those paths only; the metrics derive the successful ones from the calls.
     addjob_refused: dict[bytes, int] = field(default_factory=dict)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from disque_server.blocking import BlockedRefill
 from disque_server.clock import now_ms
 from disque_server.job import (
     ACTIVE,
@@ -33,7 +32,8 @@ from disque_server.job import (
     job_from_fields,
     job_to_fields,
 )
-from disque_server.queue import PAUSED_IN, PAUSED_OUT, Queue
+from disque_server.jobs.blocking import BlockedRefill
+from disque_server.jobs.queue import PAUSED_IN, PAUSED_OUT, Queue
 
 if TYPE_CHECKING:
     from disque_server.client import Client
@@ -168,7 +168,7 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             job.flags |= FLAG_BCAST_WILLQUEUE  # still ours until acknowledged
             job.qtime = job.requeue_at(now)
             server.jobs.update_awake(job)
-            server.hooks.job_changed(job)
+            server.aof.loadjob(job)  # (the AOF sits below the cluster)
     cluster.send(sender, b"YOURJOBS", fields)
 
 
@@ -202,7 +202,7 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
                 job.queue = q.name
             server.jobs.register(job)
             server.queues.enqueue_job(job)
-            server.hooks.job_changed(job)
+            server.aof.loadjob(job)  # (the AOF sits below the cluster)
         assert job.queue is not None  # a job moved by YOURJOBS was queued
         q = server.queues.create(job.queue)
         q.count_import()

@@ -16,7 +16,6 @@ import random
 from collections.abc import Container
 from typing import TYPE_CHECKING, Final
 
-from disque_server.blocking import BlockedAddJob
 from disque_server.clock import now_ms, pick
 from disque_server.job import (
     ACTIVE,
@@ -28,7 +27,8 @@ from disque_server.job import (
     job_from_fields,
     job_to_fields,
 )
-from disque_server.queue import PAUSED_IN
+from disque_server.jobs.blocking import BlockedAddJob
+from disque_server.jobs.queue import PAUSED_IN
 
 if TYPE_CHECKING:
     from disque_server.client import Client
@@ -261,7 +261,7 @@ def repljob(cluster: Cluster, sender: ClusterNode, fields: list[bytes]) -> None:
     # A copy here is an owner: its re-queues are news for the others.
     job.flags |= FLAG_BCAST_QUEUED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
     server.jobs.register(job)
-    server.hooks.job_changed(job)
+    server.aof.loadjob(job)  # (the AOF sits below the cluster)
     cluster.send_batched(sender, b"GOTJOB", job.id)
 
 
@@ -296,7 +296,7 @@ def on_enqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
         return
     job.flags &= ~FLAG_BCAST_QUEUED  # this first queueing is not a re-queue
     server.queues.enqueue_job(job)
-    server.hooks.job_changed(job)
+    server.aof.loadjob(job)  # (the AOF sits below the cluster)
 
 
 HANDLERS: Final[dict[bytes, Handler]] = {

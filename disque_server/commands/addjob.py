@@ -8,12 +8,12 @@ from disque_server.clock import now_ms
 from disque_server.cluster import replication
 from disque_server.commands.args import SYNTAX_ERROR, parse_ll, parse_timeout_or_reply
 from disque_server.job import WAIT_REPL, Job, generate_job_id, shared_int
+from disque_server.jobs.queue import PAUSED_IN
 from disque_server.memory import EXTERNAL_REPL
-from disque_server.queue import PAUSED_IN
 
 if TYPE_CHECKING:
     from disque_server.client import Client
-    from disque_server.queue import Queue
+    from disque_server.jobs.queue import Queue
 
 DEFAULT_TTL: Final = 24 * 3600
 DEFAULT_RETRY_MAX: Final = 300

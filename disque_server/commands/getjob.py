@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from disque_server.blocking import BlockedGetJob
 from disque_server.cluster import federation
 from disque_server.commands.args import (
     SYNTAX_ERROR,
@@ -12,11 +11,12 @@ from disque_server.commands.args import (
     parse_timeout_or_reply,
 )
 from disque_server.job import Job
+from disque_server.jobs.blocking import BlockedGetJob
 from disque_server.resp import LEAVING_ERROR, array_header, integer
 
 if TYPE_CHECKING:
     from disque_server.client import Client
-    from disque_server.queue import Queue
+    from disque_server.jobs.queue import Queue
 
 _NACKS: Final = b"$5\r\nnacks\r\n"
 _DELIVERIES: Final = b"$21\r\nadditional-deliveries\r\n"

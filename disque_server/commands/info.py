@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from disque_server import BUILD_ID, DISQUE_VERSION, eviction
+from disque_server import BUILD_ID, DISQUE_VERSION
 from disque_server.commands import commands_processed
 from disque_server.memory import rss_bytes
 
@@ -70,7 +70,7 @@ def section_clients(s: Server) -> list[str]:
 
 def section_memory(s: Server) -> list[str]:
     m = s.memory
-    eviction.sample_buffers(s)
+    s.eviction.sample_buffers()
     s.jobs.refresh_memory()
     rss = rss_bytes()
     return [
@@ -155,7 +155,7 @@ SECTIONS: Final[dict[str, Callable[[Server], list[str]]]] = {
 
 
 def section_timers(s: Server) -> list[str]:
-    return s.jobs.timer_fields()
+    return [*s.jobs.timer_fields(), f"cron_ticks:{s.stats.cron_ticks}"]
 
 
 # Beyond Disque, shown only when asked for by name (INFO latency, INFO timers).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from disque_server.commands.args import SYNTAX_ERROR, parse_ll_or_reply
-from disque_server.queue import PAUSE_NAMES, PAUSED_IN, PAUSED_OUT
+from disque_server.jobs.queue import PAUSE_NAMES, PAUSED_IN, PAUSED_OUT
 from disque_server.resp import array_header, integer
 
 if TYPE_CHECKING:

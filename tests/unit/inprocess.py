@@ -8,9 +8,14 @@ from __future__ import annotations
 import asyncio
 import functools
 
+from disque_server import jobs
 from disque_server.client import Client
 from disque_server.config import Config
+from disque_server.hooks import Hooks, JobEvents
+from disque_server.jobs.queue import Queues
+from disque_server.jobs.registry import Jobs
 from disque_server.log import Log
+from disque_server.memory import Memory
 from disque_server.server import Server
 
 
@@ -40,3 +45,18 @@ def replies(client: Client) -> list[bytes]:
     sent = list(client.out)
     client.out.clear()
     return sent
+
+
+def new_jobs() -> tuple[Jobs, Queues]:
+    """A job registry and its queues alone, wired as a node wires them (jobs.build),
+    telling nothing above them: the base Hooks and JobEvents, a lone node's."""
+    registry, queues, _ = jobs.build(
+        Hooks(), JobEvents(), Memory(Config()), Log("warning"), idle_loop()
+    )
+    return registry, queues
+
+
+@functools.cache
+def idle_loop() -> asyncio.AbstractEventLoop:
+    """An event loop for the objects that keep one (never run: nothing is waited for)."""
+    return asyncio.new_event_loop()

@@ -1,6 +1,6 @@
 """Disque's binary bus message (disque_server/cluster/clustermsg.py): every type
 encodes and decodes, and the length checks of Disque's clusterProcessPacket
-refuse what C Disque would drop. tests/test_clustermsg_disque.py speaks it
+refuse what C Disque would drop. tests/node/test_clustermsg_disque.py speaks it
 with a live C node."""
 
 from __future__ import annotations

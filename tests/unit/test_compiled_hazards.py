@@ -3,7 +3,7 @@
 One name bound by two ``except ... as`` clauses of a function: mypyc gives the
 local the type of the first clause, so an exception caught by the second fails a
 type check in the compiled node, and the user gets a traceback where a line was
-written for them (a port in use, a log file it cannot open: tests/test_config.py).
+written for them (a port in use, a log file it cannot open: tests/node/test_config.py).
 
 A call in a slice's bounds: mypyc evaluates it twice when it slices a memoryview
 (``view[os.write(fd, view):]`` wrote every AOF rewrite chunk twice), so a bound is

@@ -4,7 +4,7 @@ module above it, at top level or inside a function, nor a peer of its layer
 other; a package's modules use each other). Imports under
 ``if TYPE_CHECKING:`` are for annotations only and run never, so they may
 point anywhere. What a lower module must call above it is a method of
-hooks.Hooks, wired in server.py (test_layers.py checks those calls).
+hooks.Hooks or hooks.JobEvents (test_layers.py checks those calls).
 
 The walk reads the source with ast: nothing is imported, and an import
 hidden in a function body counts as much as one at the top."""

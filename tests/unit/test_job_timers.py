@@ -3,10 +3,10 @@ filed in its time bucket by the cron (place_unplaced), the only reader of the bu
 
 from __future__ import annotations
 
-from inprocess import shared_server
+from inprocess import new_jobs
 
 from disque_server.job import FLAG_UNPLACED, WAIT_REPL, Job
-from disque_server.registry import BUCKET_MS, HEAP_SLACK, Jobs
+from disque_server.jobs.registry import BUCKET_MS, HEAP_SLACK, Jobs
 
 
 def make_job(n: int) -> Job:
@@ -22,7 +22,7 @@ def in_any_bucket(jobs: Jobs, job: Job) -> bool:
 
 
 def test_schedule_records_the_time_and_the_cron_files_it() -> None:
-    jobs = Jobs(shared_server())
+    jobs = new_jobs()[0]
     job = make_job(1)
     jobs.schedule(job, 10_000)
     assert job.awake == 10_000
@@ -35,7 +35,7 @@ def test_schedule_records_the_time_and_the_cron_files_it() -> None:
 
 
 def test_rescheduling_before_the_tick_lists_the_job_once() -> None:
-    jobs = Jobs(shared_server())
+    jobs = new_jobs()[0]
     job = make_job(2)
     for at in (10_000, 20_000, 5_000):
         jobs.schedule(job, at)
@@ -46,7 +46,7 @@ def test_rescheduling_before_the_tick_lists_the_job_once() -> None:
 
 
 def test_rescheduling_a_filed_job_takes_it_out_of_its_old_bucket() -> None:
-    jobs = Jobs(shared_server())
+    jobs = new_jobs()[0]
     job = make_job(3)
     jobs.schedule(job, 10_000)
     jobs.place_unplaced()
@@ -57,7 +57,7 @@ def test_rescheduling_a_filed_job_takes_it_out_of_its_old_bucket() -> None:
 
 
 def test_a_job_forgotten_before_the_tick_is_never_filed() -> None:
-    jobs = Jobs(shared_server())
+    jobs = new_jobs()[0]
     job = make_job(4)
     jobs.schedule(job, 10_000)
     jobs._unschedule(job)
@@ -68,7 +68,7 @@ def test_a_job_forgotten_before_the_tick_is_never_filed() -> None:
 
 
 def test_a_filed_job_forgotten_leaves_its_bucket() -> None:
-    jobs = Jobs(shared_server())
+    jobs = new_jobs()[0]
     job = make_job(5)
     jobs.schedule(job, 10_000)
     jobs.place_unplaced()
@@ -77,7 +77,7 @@ def test_a_filed_job_forgotten_leaves_its_bucket() -> None:
 
 
 def test_flush_forgets_the_unfiled_jobs() -> None:
-    jobs = Jobs(shared_server())
+    jobs = new_jobs()[0]
     job = make_job(6)
     jobs.schedule(job, 10_000)
     jobs.flush()
@@ -87,7 +87,7 @@ def test_flush_forgets_the_unfiled_jobs() -> None:
 
 
 def test_an_emptied_bucket_goes_at_once() -> None:
-    jobs = Jobs(shared_server())
+    jobs = new_jobs()[0]
     job = make_job(20)
     jobs.schedule(job, 3_600_000)
     jobs.place_unplaced()
@@ -99,7 +99,7 @@ def test_an_emptied_bucket_goes_at_once() -> None:
 
 
 def test_the_heap_is_rebuilt_when_emptied_buckets_outnumber_the_live_ones() -> None:
-    jobs = Jobs(shared_server())
+    jobs = new_jobs()[0]
     for n in range(1000):
         job = make_job(n)
         jobs.schedule(job, 3_600_000 + n * BUCKET_MS)

@@ -1,6 +1,7 @@
 """The one-way stack at run time: no module below server.py reaches a module above
-it, or a peer of its layer, through the server object, except through the hooks (disque_server/hooks.py,
-wired in server.NodeHooks).
+it, or a peer of its layer, through the server object, except through the hooks
+(disque_server/hooks.py: JobEvents, carried out by cluster.events, and Hooks, by
+server.NodeHooks).
 
 test_import_order.py checks the imports; a module can still call upward without
 importing anything, as ``self.server.cluster.broadcast_queued(job)`` did from
@@ -20,11 +21,12 @@ from test_import_order import MODULES, layer
 
 # Where each attribute of the server object lives: the module that defines it.
 OWNERS = {
-    "jobs": "registry",
-    "queues": "queue",
+    "jobs": "jobs",
+    "queues": "jobs",
     "memory": "memory",
     "aof": "aof",
-    "acks": "ack",
+    "acks": "jobs",
+    "eviction": "eviction",
     "cluster": "cluster",
     "clients": "client",
     "monitors": "client",
@@ -103,9 +105,17 @@ def upward_reaches() -> set[tuple[str, str]]:
 
 def test_the_walk_sees_the_modules_below_the_server() -> None:
     modules = set(below_the_server())
-    assert {"queue", "registry", "eviction", "client", "cluster", "commands.admin"} <= modules
+    assert {
+        "jobs.queue",
+        "jobs.registry",
+        "eviction",
+        "client",
+        "cluster",
+        "commands.admin",
+    } <= modules
     assert "metrics" in modules
-    assert "hooks" in server_attributes("queue")  # (self.server.X)
+    assert "config" in server_attributes("cluster")  # (self.server.X)
+    assert "acks" in server_attributes("jobs.blocking")  # (client.server.X)
     assert "latency" in server_attributes("commands.info")  # (s: Server, s.X)
     assert "latency" in server_attributes("metrics")  # (s = self.server, s.X)
 
@@ -117,7 +127,9 @@ def test_the_walk_finds_an_upward_reach() -> None:
     client = "def run(self, argv):\n    self.server.dispatch(self, argv)\n"
     assert reaches_up("client", server_attributes("client", client)) == {("client", "dispatch")}
     queue = "def add(q, server):\n    server.cluster.broadcast_queued(q)\n"
-    assert reaches_up("queue", server_attributes("queue", queue)) == {("queue", "cluster")}
+    assert reaches_up("jobs.queue", server_attributes("jobs.queue", queue)) == {
+        ("jobs.queue", "cluster")
+    }
     peer = "def leave(cluster):\n    cluster.server.clients.clear()\n"
     assert reaches_up("cluster", server_attributes("cluster", peer)) == {("cluster", "clients")}
     own = "def gone(cluster):\n    cluster.server.cluster.nodes.clear()\n"
@@ -136,14 +148,17 @@ def test_no_module_below_the_server_reaches_above_it_or_a_peer_but_through_hooks
     )
 
 
-def test_every_hook_is_wired() -> None:
-    """server.NodeHooks defines each hook of hooks.Hooks (a hook left to the base
-    class would do nothing)."""
+def test_every_hook_and_job_event_is_wired() -> None:
+    """server.NodeHooks defines each hook of hooks.Hooks, and
+    cluster.events.ClusterJobEvents each event of hooks.JobEvents (one left to the
+    base class would do nothing)."""
     hooks = ast.parse(MODULES["hooks"].read_text())
-    server = ast.parse(MODULES["server"].read_text())
 
     def methods(tree: ast.Module, cls: str) -> set[str]:
         node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
         return {f.name for f in node.body if isinstance(f, ast.FunctionDef)} - {"__init__"}
 
+    server = ast.parse(MODULES["server"].read_text())
     assert methods(hooks, "Hooks") == methods(server, "NodeHooks")
+    events = ast.parse(MODULES["cluster.events"].read_text())
+    assert methods(hooks, "JobEvents") == methods(events, "ClusterJobEvents")

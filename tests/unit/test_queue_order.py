@@ -9,10 +9,10 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from inprocess import shared_server
+from inprocess import new_jobs
 
 from disque_server.job import ACTIVE, QUEUED, CtimeClock, Job
-from disque_server.queue import JOBLIST_LOAD, PAUSED_IN, JobList, Queue, Queues
+from disque_server.jobs.queue import JOBLIST_LOAD, PAUSED_IN, JobList, Queue
 
 # No deadline and no speed check: a loaded machine must not fail a property on timing.
 RELAXED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -64,7 +64,7 @@ def test_queue_holds_jobs_oldest_first(order: list[int]) -> None:
 def test_dequeue_takes_out_that_job_among_equal_ctimes(data: st.DataObject) -> None:
     """Jobs replicated from several nodes may share a ctime: each is still its own."""
     jobs = [job(n, ctime=42) for n in range(8)] + [job(8, ctime=41), job(9, ctime=43)]
-    queues = Queues(shared_server())
+    queues = new_jobs()[1]
     q = queues.create(b"q")
     for j in data.draw(st.permutations(jobs)):
         q.jobs.add(j)
@@ -77,7 +77,7 @@ def test_dequeue_takes_out_that_job_among_equal_ctimes(data: st.DataObject) -> N
 
 
 def test_evict_idle_keeps_queues_with_jobs_clients_or_a_pause() -> None:
-    queues = Queues(shared_server())
+    queues = new_jobs()[1]
     idle, with_job, paused, blocked, recent = (
         queues.create(name) for name in (b"idle", b"job", b"paused", b"blocked", b"recent")
     )

@@ -18,13 +18,15 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Final
 
-from disque_server.blocking import BlockedAckJob
 from disque_server.clock import now_ms
 from disque_server.job import ACKED, Job
+from disque_server.jobs.blocking import BlockedAckJob
 
 if TYPE_CHECKING:
     from disque_server.client import Client
-    from disque_server.server import Server
+    from disque_server.hooks import JobEvents
+    from disque_server.jobs.queue import Queues
+    from disque_server.jobs.registry import Jobs
 
 GC_RETRY_MIN_MS: Final = 1000
 GC_RETRY_MAX_MS: Final = 60_000
@@ -43,34 +45,39 @@ class AckWait:
 
 
 class Acks:
-    def __init__(self, server: Server) -> None:
-        self.server = server
+    """Acknowledged jobs: their state, their GC, the ACKJOB replies waiting for it."""
+
+    jobs: Jobs  # (jobs.build sets them: an acknowledged job leaves its queue, and
+    queues: Queues  # its timer is the GC's)
+
+    def __init__(self, events: JobEvents) -> None:
+        self.events = events  # the AOF, and the cluster's GC (hooks.JobEvents)
         self.waits: dict[bytes, list[AckWait]] = {}  # job ID -> ACKJOB replies held for it
 
     def acknowledge_job(self, job: Job) -> None:
         """Move a job to the acked state (ACKJOB, SETACK)."""
         if job.state == ACKED:
             return
-        self.server.queues.dequeue_job(job)
+        self.queues.dequeue_job(job)
         job.state = ACKED
         job.qtime = 0
         job.nodes_confirmed = ()  # collected again by the GC
-        self.server.jobs.update_awake(job)
-        self.server.hooks.job_changed(job)
+        self.jobs.update_awake(job)
+        self.events.job_changed(job)
 
     def try_gc(self, job: Job) -> bool:
         """Delete the job here and on the other owners once they know of the ACK.
         True when it is gone from this node already (no other owner to wait for)."""
         if job.state != ACKED:
             return False
-        hooks = self.server.hooks
-        if hooks.alone():
-            self.server.jobs.unregister(job)
+        events = self.events
+        if events.alone():
+            self.jobs.unregister(job)
             return True
         job.gc_retry = min(job.gc_retry + 1, 10)
-        if hooks.gc_started(job):
+        if events.gc_started(job):
             return True
-        self.server.jobs.update_awake(job)
+        self.jobs.update_awake(job)
         return False
 
     def next_gc_time(self, job: Job) -> int:
@@ -82,8 +89,8 @@ class Acks:
     # ---- ACKJOB replies held until the GC is done ------------------------------------
     def reply_after_gc(self, client: Client, jobs: list[Job], reply: bytes) -> None:
         """Reply now, or once the GC of every job whose owners are all reachable is done."""
-        hooks = self.server.hooks
-        pending = {job.id for job in jobs if hooks.gc_in_flight(job)}
+        events = self.events
+        pending = {job.id for job in jobs if events.gc_in_flight(job)}
         if not pending:
             client.reply(reply)
             return

@@ -42,11 +42,15 @@ from disque_server.job import (
     WILLQUEUE_ADVANCE_MS,
     Job,
 )
+from disque_server.jobs.queue import PAUSED_IN
 from disque_server.memory import JOB_BYTES
-from disque_server.queue import PAUSED_IN
 
 if TYPE_CHECKING:
-    from disque_server.server import Server
+    from disque_server.hooks import JobEvents
+    from disque_server.jobs.ack import Acks
+    from disque_server.jobs.queue import Queues
+    from disque_server.log import Log
+    from disque_server.memory import Memory
 
 BUCKET_MS: Final = 50
 HEAP_SLACK: Final = 64  # stale heap keys tolerated beyond twice the live buckets
@@ -148,9 +152,14 @@ class JobIndex:
 class Jobs:
     """All jobs known to this node."""
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.hooks = server.hooks  # (what happens above: hooks.py)
+    def __init__(
+        self, events: JobEvents, memory: Memory, log: Log, queues: Queues, acks: Acks
+    ) -> None:
+        self.events = events  # what the cluster and the AOF hear (hooks.JobEvents)
+        self.memory = memory
+        self.log = log
+        self.queues = queues
+        self.acks = acks
         self.by_id = JobIndex()
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
@@ -181,8 +190,8 @@ class Jobs:
     def refresh_memory(self) -> int:
         """The maxmemory level now (memory.py), from the jobs' and the queues' data;
         and the data_bytes past which it is to be computed again."""
-        memory = self.server.memory
-        level = memory.refresh(self.data_bytes, self.server.queues.data_bytes)
+        memory = self.memory
+        level = memory.refresh(self.data_bytes, self.queues.data_bytes)
         self.refresh_at = memory.refresh_at
         return level
 
@@ -194,13 +203,12 @@ class Jobs:
 
     def activate(self, job: Job, now: int = 0) -> None:
         """Queue a new job, or with a DELAY let it wait for its queue time."""
-        server = self.server
         if job.delay:
             job.state = ACTIVE
             self.update_awake(job)
         else:
-            server.queues.enqueue_job(job, now=now)
-        self.hooks.job_changed(job)
+            self.queues.enqueue_job(job, now=now)
+        self.events.job_changed(job)
 
     def unregister(self, job: Job) -> None:
         """Forget a job entirely: queue, timers, index."""
@@ -208,9 +216,11 @@ class Jobs:
             return
         self.data_bytes -= JOB_BYTES + len(job.body or b"")
         if job.state == QUEUED:
-            self.server.queues.dequeue_job(job)
+            self.queues.dequeue_job(job)
         self._unschedule(job)
-        self.hooks.job_unregistered(job)
+        if self.acks.waits:  # ACKJOB replies waiting for its GC
+            self.acks.on_job_gone(job.id)
+        self.events.job_unregistered(job)
 
     # ---- timers ---------------------------------------------------------------
     def update_awake(self, job: Job, now: int = 0) -> None:
@@ -220,7 +230,7 @@ class Jobs:
         if job.qtime and job.qtime < at:
             at = job.qtime  # re-queue
         if job.state == ACKED:
-            gc = self.hooks.gc_time(job)
+            gc = self.acks.next_gc_time(job)
             if gc < at:
                 at = gc
         elif job.qtime and job.flags & FLAG_BCAST_WILLQUEUE:
@@ -313,9 +323,8 @@ class Jobs:
 
     def process_job(self, job: Job, now: int) -> None:
         """The timer event of a job: expire, WILLQUEUE, re-queue, or GC."""
-        server = self.server
-        if job.etime <= now // 1000 and not self.hooks.node_leaving():
-            server.log.verbose("EVICT %s", job.id.decode())
+        if job.etime <= now // 1000 and not self.events.node_leaving():
+            self.log.verbose("EVICT %s", job.id.decode())
             self.unregister(job)
             return
         if (
@@ -323,21 +332,21 @@ class Jobs:
             and job.flags & FLAG_BCAST_WILLQUEUE
             and job.qtime - WILLQUEUE_ADVANCE_MS <= now
         ):
-            self.hooks.job_will_queue(job)
+            self.events.job_will_queue(job)
             job.flags &= ~FLAG_BCAST_WILLQUEUE
         if job.state == ACTIVE and job.qtime and job.qtime <= now:
-            q = server.queues.lookup(job.queue)
+            q = self.queues.lookup(job.queue)
             if job.retry and q is not None and q.flags & PAUSED_IN:
                 job.qtime = job.requeue_at(now)
             else:
                 nack = bool(job.flags & FLAG_NACK_DELAYED)  # NACK ... DELAY's re-queue
                 job.flags &= ~FLAG_NACK_DELAYED
-                server.queues.enqueue_job(job, nack)
+                self.queues.enqueue_job(job, nack)
         if job.state == QUEUED and job.qtime and job.qtime <= now and job.retry:
             job.flags |= FLAG_BCAST_WILLQUEUE
             job.qtime = job.requeue_at(now)
         if job.state == ACKED:
-            self.hooks.try_gc(job)
+            self.acks.try_gc(job)
             if job.id not in self.by_id:
                 return
         if job.id in self.by_id:
@@ -363,7 +372,7 @@ class Jobs:
     def flush_all(self) -> None:
         """DEBUG FLUSHALL, CLUSTER RESET: forget every job, and the queues."""
         self.flush()
-        self.server.queues.flush()
+        self.queues.flush()
 
     def flush(self) -> None:
         self.by_id.clear()

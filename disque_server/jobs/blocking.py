@@ -73,7 +73,7 @@ class BlockedAckJob(Blocked):
         client.reply(self.data.reply)
 
     def release(self, client: Client) -> None:
-        client.server.hooks.ack_wait_released(self.data)
+        client.server.acks.forget_wait(self.data)  # (the same package: jobs/ack.py)
 
 
 class BlockedRefill(Blocked):

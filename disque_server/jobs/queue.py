@@ -1,8 +1,9 @@
 """Queues: jobs ordered by ctime, blocked GETJOB clients, pause state, stats.
 
 A queue exists while it has jobs, blocked clients or a pause flag; empty
-idle queues are evicted by the cron. ``Queues`` is the registry and owns the
-queue side of the job state machine: enqueue, dequeue and fetch.
+idle queues are evicted by the cron. ``Queues`` holds them all, and a job's
+moves in and out of them: enqueue (the first queueing and every re-queue),
+dequeue and delivery; the registry (registry.py) refiles the job's timer.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ from disque_server.job import (
 from disque_server.memory import QUEUE_BYTES
 
 if TYPE_CHECKING:
+    import asyncio
+
     from disque_server.client import Client
-    from disque_server.server import Server
+    from disque_server.hooks import Hooks, JobEvents
+    from disque_server.jobs.registry import Jobs
 
 PAUSED_IN: Final = 1
 PAUSED_OUT: Final = 2
@@ -276,11 +280,14 @@ class Queue:
 
 
 class Queues:
-    """All queues of the node, and the queue half of the job state machine."""
+    """All queues of the node, and a job's moves in and out of them."""
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.hooks = server.hooks  # (what happens above: hooks.py)
+    registry: Jobs  # (jobs.build sets it: the registry refiles a job's timer)
+
+    def __init__(self, hooks: Hooks, events: JobEvents, loop: asyncio.AbstractEventLoop) -> None:
+        self.hooks = hooks  # a blocked client to serve (hooks.py)
+        self.events = events  # re-queues and deliveries the other owners hear of
+        self.loop = loop
         self.by_name: dict[bytes, Queue] = {}
         self.scan_index: SortedKeyList = SortedKeyList(key=attrgetter("scan_key"))
         self.ready: dict[Queue, None] = {}  # queues that got jobs while clients wait
@@ -348,10 +355,10 @@ class Queues:
                 job.nacks += 1
             else:
                 job.deliveries += 1
-            self.hooks.job_requeued(job, nack)
+            self.events.job_requeued(job, nack)
         else:
             job.flags |= FLAG_BCAST_QUEUED
-        self.hooks.job_timer_changed(job, now)
+        self.registry.update_awake(job, now)
         name = job.queue
         assert name is not None  # only a dummy ACK has no queue, and it is never queued
         q = self.by_name.get(name)
@@ -381,7 +388,7 @@ class Queues:
         job = q.jobs.popleft()
         self.mark_delivered(q, job)
         if not q.jobs:
-            self.hooks.queue_drained(q)
+            self.events.queue_drained(q)
         return job
 
     def mark_delivered(self, q: Queue, job: Job) -> None:
@@ -394,9 +401,9 @@ class Queues:
             # The retry period counts from the delivery: the worker gets it all.
             job.flags |= FLAG_BCAST_WILLQUEUE
             job.qtime = job.requeue_at(now)
-            self.hooks.job_timer_changed(job, now)
+            self.registry.update_awake(job, now)
             if len(job.nodes_delivered) > 1:
-                self.hooks.job_working(job)  # the other owners wait too
+                self.events.job_working(job)  # the other owners wait too
 
     # ---- blocking ------------------------------------------------------------
     def block_client(self, client: Client, names: list[bytes]) -> None:
@@ -418,7 +425,7 @@ class Queues:
         self.ready[q] = None
         if not self._serve_scheduled:
             self._serve_scheduled = True
-            self.server.loop.call_soon(self.serve_ready_queues)
+            self.loop.call_soon(self.serve_ready_queues)
 
     def serve_ready_queues(self) -> None:
         """Serve up to SERVE_BATCH blocked clients, then let other events in."""
@@ -429,7 +436,7 @@ class Queues:
             while q.clients and q.jobs and not q.flags & PAUSED_OUT:
                 if budget == 0:  # more next pass: a reply is a write() each
                     self._serve_scheduled = True
-                    self.server.loop.call_soon(self.serve_ready_queues)
+                    self.loop.call_soon(self.serve_ready_queues)
                     return
                 budget -= 1
                 client = next(iter(q.clients))
