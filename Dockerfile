@@ -10,6 +10,7 @@ COPY disque disque
 COPY disque_server disque_server
 COPY disque_common disque_common
 COPY disque_cli disque_cli
+COPY disque_benchmark disque_benchmark
 COPY disque_tui disque_tui
 COPY disque_spark disque_spark
 RUN pip install --no-cache-dir ./client . && mkdir /data

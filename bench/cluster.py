@@ -168,7 +168,7 @@ def benchmark(
         where = ["-h", HOST, "-p", str(addr.port)]
     else:
         where = [a for n in addr for a in ("--node", f"{HOST}:{n.port}")]
-    argv = [sys.executable, "-m", "disque_cli.benchmark", *where, "--json", "-q", *args]
+    argv = [sys.executable, "-m", "disque_benchmark", *where, "--json", "-q", *args]
     proc = subprocess.run(
         argv, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL
     )

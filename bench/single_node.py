@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any, cast
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))  # (tests/processes.py: how the tests start servers too)
+sys.path.insert(0, str(REPO_ROOT))  # (testkit/processes.py: how the tests start servers too)
 
-from tests.polling import Poll  # noqa: E402
-from tests.processes import (  # noqa: E402
+from testkit.polling import Poll  # noqa: E402
+from testkit.processes import (  # noqa: E402
     HOST,
     ServerProcess,
     StartError,
@@ -122,7 +122,7 @@ class BenchError(Exception):
 
 
 class Server(ServerProcess):
-    """A server process a benchmark started (tests/processes.py, the tests' way): its
+    """A server process a benchmark started (testkit/processes.py, the tests' way): its
     output in <log>.out, in a session of its own, stopped when the script dies."""
 
     def __init__(
@@ -496,7 +496,7 @@ def fill(node: Server, queue: str, jobs: int, body: str = "body") -> None:
 
 
 def wait_until(check: Callable[[], Any], timeout: float, message: str, every: float = 0.1) -> float:
-    """Poll check() until it holds (tests/polling.py: an error is "not yet"); the
+    """Poll check() until it holds (testkit/polling.py: an error is "not yet"); the
     seconds it took. BenchError after timeout seconds."""
     start = time.monotonic()
     poll = Poll(check, timeout, message)

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conformance import Conn
-from nodes import (
+
+from testkit.conformance import Conn
+from testkit.nodes import (
     ClusterOfNodes,
     Node,
     ReferenceNode,

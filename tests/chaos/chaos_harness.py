@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import hiredis
-from nodes import ClusterOfNodes, Node
+
+from testkit.nodes import ClusterOfNodes, Node
 
 QUEUE = b"chaos"
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 from chaos_harness import ChaosNode, Partitioner, gid_base
-from nodes import ClusterOfNodes
+
+from testkit.nodes import ClusterOfNodes
 
 NODE_CONFIG = {
     "cluster-node-timeout": "1500",

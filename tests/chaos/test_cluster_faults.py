@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import redis
 from chaos_harness import ChaosNode, Partitioner, gid_base
-from nodes import ClusterOfNodes, wait_for
+
+from testkit.nodes import ClusterOfNodes, wait_for
 
 pytestmark = pytest.mark.timeout(150)
 

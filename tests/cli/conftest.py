@@ -15,7 +15,7 @@ import pexpect
 import pytest
 from clihelpers import CliResult, default_sigint
 
-from tests.processes import ServerProcess, free_port
+from testkit.processes import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,11 +22,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parents[1]))  # (the checkout: tests.processes)
+sys.path.insert(0, str(HERE.parents[1]))  # (the checkout: testkit.processes)
 
 from cli_cases import CASES  # noqa: E402
 
-from tests.processes import ServerProcess, free_port  # noqa: E402
+from testkit.processes import ServerProcess, free_port  # noqa: E402
 
 MODES = {"standard": ["--no-raw"], "raw": ["--raw"], "csv": ["--csv"]}
 

@@ -1,6 +1,6 @@
 """disque-benchmark: small runs against real nodes and a real 3-node cluster.
 
-Each run is the real command (`python -m disque_cli.benchmark`) in its own
+Each run is the real command (`python -m disque_benchmark`) in its own
 process; the nodes are shared by the tests of this module (every run uses a
 queue of its own, named after its run tag), so the module stays quick.
 """
@@ -22,9 +22,9 @@ from typing import Any
 import pexpect
 import pytest
 from clihelpers import default_sigint
-from nodes import ClusterOfNodes, Node, free_port
 
-from disque_cli.bench_hist import Histogram, bucket_of, bucket_range
+from disque_benchmark.hist import Histogram, bucket_of, bucket_range
+from testkit.nodes import ClusterOfNodes, Node, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 LATENCY_KEYS = {"p50", "p90", "p99", "p99_9", "max"}
@@ -55,7 +55,7 @@ def env() -> dict[str, str]:
 
 def bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "disque_cli.benchmark", *args],
+        [sys.executable, "-m", "disque_benchmark", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -384,7 +384,7 @@ def test_help_and_version() -> None:
 def test_live_display_on_a_terminal(node: Node) -> None:
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "disque_cli.benchmark", "-p", str(node.port), "-n", "3000", "-c", "4"],
+        ["-m", "disque_benchmark", "-p", str(node.port), "-n", "3000", "-c", "4"],
         cwd=str(ROOT),
         env=env(),
         encoding="utf-8",
@@ -404,7 +404,7 @@ def test_ctrl_c_gives_partial_results(node: Node, processes: str) -> None:
         [
             sys.executable,
             "-m",
-            "disque_cli.benchmark",
+            "disque_benchmark",
             "-p",
             str(node.port),
             "--duration",

@@ -13,7 +13,8 @@ from pathlib import Path
 import pexpect
 import pytest
 from clihelpers import CliResult
-from nodes import as_dict, free_port, wait_for
+
+from testkit.nodes import as_dict, free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(45)

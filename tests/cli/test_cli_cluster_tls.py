@@ -7,7 +7,8 @@ import json
 
 import pytest
 from clihelpers import CliResult
-from nodes import free_port, tls_config, wait_for
+
+from testkit.nodes import free_port, tls_config, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,10 +8,10 @@ import re
 
 import pytest
 from clihelpers import tty_output
-from nodes import free_port, wait_for
 
 from disque_cli.connection import Endpoint, Session
 from disque_cli.replies import Map
+from testkit.nodes import free_port, wait_for
 
 pytestmark = pytest.mark.timeout(30)
 

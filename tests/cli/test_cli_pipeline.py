@@ -52,7 +52,7 @@ def test_e_makes_a_pipeline_fail_on_error_replies(cli) -> None:
 
 
 def test_stdin_pipeline_on_unreachable_node(run_cli) -> None:
-    from nodes import free_port
+    from testkit.nodes import free_port
 
     result = run_cli("-p", str(free_port()), input=b"ping\nping\n")
     assert result.returncode == 1

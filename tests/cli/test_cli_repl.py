@@ -11,7 +11,8 @@ from pathlib import Path
 import pexpect
 import pytest
 from cli_screen import Screen
-from nodes import wait_for
+
+from testkit.nodes import wait_for
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -178,7 +178,7 @@ def test_pipe_mode(both) -> None:
 
 
 def test_connection_refused(redis_cli: str, run_cli, cli_env) -> None:
-    from nodes import free_port
+    from testkit.nodes import free_port
 
     port = str(free_port())
     theirs = subprocess.run(

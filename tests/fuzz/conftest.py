@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 from fuzz_util import FuzzNode, Health
-from nodes import Node
+
+from testkit.nodes import Node
 
 
 @pytest.fixture(scope="module")

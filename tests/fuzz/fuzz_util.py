@@ -17,7 +17,8 @@ from typing import Any
 
 import hiredis
 import pytest
-from nodes import Node
+
+from testkit.nodes import Node
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "150"))
 

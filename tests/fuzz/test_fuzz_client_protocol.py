@@ -28,7 +28,8 @@ from fuzz_util import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nodes import Node
+
+from testkit.nodes import Node
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -28,7 +28,8 @@ import pytest
 from fuzz_util import Health, call, connect, encode, examples, read_for, read_replies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nodes import Node, free_port
+
+from testkit.nodes import Node, free_port
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -26,7 +26,8 @@ from fuzz_util import (
     read_for,
     used_memory,
 )
-from nodes import wait_for
+
+from testkit.nodes import wait_for
 
 MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
 

@@ -25,7 +25,8 @@ from fuzz_util import (
     send_chunks,
     used_memory,
 )
-from nodes import Node
+
+from testkit.nodes import Node
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -6,10 +6,10 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from nodes import wait_for  # noqa: E402
 from sparkhelpers import add_jobs, job_ids, seeds  # noqa: E402
 
 import disque_spark  # noqa: E402
+from testkit.nodes import wait_for  # noqa: E402
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from nodes import as_dict, wait_for  # noqa: E402
 from sparkhelpers import add_jobs, job_ids, read_rows, seeds  # noqa: E402
 
 from disque_spark.client import DisqueError  # noqa: E402
 from disque_spark.schema import SCHEMA  # noqa: E402
 from disque_spark.stream import AVAILABLE_NOW_BASES, DisqueStreamReader  # noqa: E402
+from testkit.nodes import as_dict, wait_for  # noqa: E402
 
 needs_available_now = pytest.mark.skipif(
     not AVAILABLE_NOW_BASES, reason="Trigger.AvailableNow needs pyspark >= 4.2"

@@ -153,7 +153,7 @@ def test_a_node_killed_mid_write_fails_it_with_the_rows_added(spark, start_clust
     import re
     import threading
 
-    from nodes import wait_for
+    from testkit.nodes import wait_for
 
     cluster = start_cluster(3)
     rows = 30000

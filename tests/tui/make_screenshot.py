@@ -5,7 +5,7 @@
 (The documentation's images, docs/tui.svg and docs/tui-queues.svg, are the snapshot
 tests' SVGs, copied; test_tui_snapshots checks they are the same.)
 
-Starts three throw-away nodes (tests/nodes.py), creates a few queues, keeps
+Starts three throw-away nodes (testkit/nodes.py), creates a few queues, keeps
 a producer on one node and a consumer on another running (so federation,
 rates and sparklines have something to show), pauses one queue, runs the
 dashboard headless at 110x30 for a few seconds and saves `tui.svg` (the
@@ -25,8 +25,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE), str(HERE.parent), str(ROOT)]
 
-from nodes import ClusterOfNodes, Node  # noqa: E402
 from tui_live import live_app  # noqa: E402
+
+from testkit.nodes import ClusterOfNodes, Node  # noqa: E402
 
 SIZE = (110, 30)
 

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from nodes import free_port
 
 from disque_tui.main import build_parser, main
+from testkit.nodes import free_port
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -231,7 +231,7 @@ def test_the_overview_in_a_real_terminal(start_cluster, tmp_path) -> None:
     import shutil
     import time
 
-    from nodes import wait_for
+    from testkit.nodes import wait_for
 
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed (apt-get install tmux)")

@@ -134,7 +134,7 @@ def test_queues_paged_and_rated(start_node) -> None:
 
 
 def test_discover_fails_cleanly_when_nothing_answers() -> None:
-    from nodes import free_port
+    from testkit.nodes import free_port
 
     async def scenario() -> None:
         poller = Poller("127.0.0.1", free_port(), interval=0.2)

@@ -13,7 +13,7 @@ from disque.tls import TLS
 from disque_tui.app import DisqueTUI
 from disque_tui.poller import Poller, PollerThread
 from disque_tui.table import SnapshotTable
-from tests.polling import Poll
+from testkit.polling import Poll
 
 INTERVAL = 0.2
 SIZE = (100, 30)

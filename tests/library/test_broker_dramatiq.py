@@ -1,0 +1,152 @@
+"""Dramatiq on Disque (disque/brokers/dramatiq.py), with Dramatiq's own Worker and
+its own ``dramatiq`` command, on a real 3-node cluster: actors, retries, delays,
+results, dead letters, and a node killed mid-run with no message lost."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from testkit.nodes import ClusterOfNodes, Node, wait_for
+
+dramatiq = pytest.importorskip("dramatiq")
+
+from dramatiq.middleware import Retries  # noqa: E402
+from dramatiq.results import Results  # noqa: E402
+
+from disque.brokers.dramatiq import DisqueBackend, DisqueBroker  # noqa: E402
+
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.timeout(180)
+
+
+def addr(node: Node) -> str:
+    return f"127.0.0.1:{node.port}"
+
+
+@contextmanager
+def dramatiq_worker(broker: DisqueBroker, threads: int = 4) -> Iterator[None]:
+    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=200)
+    worker.start()
+    try:
+        yield
+    finally:
+        worker.stop()
+
+
+@pytest.fixture
+def broker(cluster3: ClusterOfNodes) -> Iterator[DisqueBroker]:
+    seeds = [addr(n) for n in cluster3]
+    broker = DisqueBroker(seeds, replicate=2, retry=20)
+    for middleware in broker.middleware:
+        if isinstance(middleware, Retries):
+            middleware.min_backoff, middleware.max_backoff = 100, 500
+    broker.add_middleware(Results(backend=DisqueBackend(seeds)))
+    dramatiq.set_broker(broker)
+    yield broker
+    broker.close()
+
+
+def test_actors_retries_delays_results_and_dead_letters(
+    broker: DisqueBroker, cluster3: ClusterOfNodes
+) -> None:
+    runs: list[str] = []
+
+    @dramatiq.actor(store_results=True, max_retries=3)
+    def count_words(text: str) -> int:
+        runs.append(text)
+        if text == "flaky" and runs.count(text) < 3:
+            raise ConnectionError("the page did not load")
+        return len(text.split())
+
+    @dramatiq.actor(max_retries=1)
+    def always_fails() -> None:
+        raise ValueError("never works")
+
+    counted = count_words.send("one two three")
+    flaky = count_words.send("flaky")
+    delayed = count_words.send_with_options(args=("a b",), delay=2000)
+    sent = time.monotonic()
+    always_fails.send()
+    with dramatiq_worker(broker):
+        assert counted.get_result(block=True, timeout=20_000) == 3
+        assert flaky.get_result(block=True, timeout=20_000) == 1
+        assert delayed.get_result(block=True, timeout=20_000) == 2
+        assert time.monotonic() - sent >= 1.5, "the delay was kept"
+        assert runs.count("flaky") == 3
+        assert counted.get_result() == 3, "a result reads twice"
+        wait_for(
+            lambda: any(n.call("QLEN", "default.XQ") for n in cluster3),
+            timeout=20,
+            message="the failing message dead-lettered",
+        )
+        broker.join("default", timeout=20_000)
+
+
+def write_app(tmp_path: Path, seeds: list[str]) -> Path:
+    done = tmp_path / "done.txt"
+    (tmp_path / "app.py").write_text(
+        textwrap.dedent(
+            f"""
+            import os
+            import dramatiq
+            from disque.brokers.dramatiq import DisqueBroker
+
+            dramatiq.set_broker(DisqueBroker({seeds!r}, replicate=2, retry=5))
+
+            @dramatiq.actor(max_retries=20, min_backoff=100, max_backoff=1000)
+            def count_words(n, text):
+                with open({str(done)!r}, "a") as out:  # O_APPEND: one line per write
+                    out.write(f"{{n}} {{len(text.split())}}\\n")
+            """
+        )
+    )
+    return done
+
+
+def test_dramatiqs_own_worker_command_loses_nothing_when_a_node_dies(
+    tmp_path: Path, cluster3: ClusterOfNodes
+) -> None:
+    seeds = [addr(n) for n in cluster3]
+    done = write_app(tmp_path, seeds)
+    broker = DisqueBroker(seeds, replicate=2, retry=5)  # a lost copy queued again soon
+    dramatiq.set_broker(broker)
+
+    @dramatiq.actor(actor_name="count_words")
+    def count_words(n: int, text: str) -> None: ...
+
+    total = 400
+    for n in range(total):
+        count_words.send(n, "lorem ipsum dolor")
+    with open(tmp_path / "worker.log", "w") as log:  # (a pipe nobody reads fills up)
+        proc = subprocess.Popen(
+            [str(BIN / "dramatiq"), "app", "--processes", "1", "--threads", "4"],
+            cwd=tmp_path,
+            stderr=log,
+            text=True,
+        )
+
+    def handled() -> set[int]:
+        lines = done.read_text().splitlines() if done.exists() else []
+        return {int(line.split()[0]) for line in lines}
+
+    try:
+        wait_for(lambda: len(handled()) >= total // 4, timeout=60, message="a quarter done")
+        cluster3[1].kill()  # mid-run: its copies, its clients and its queue gone
+        assert len(handled()) < total, "killed while messages were left"
+        wait_for(lambda: len(handled()) == total, timeout=90, message="every message handled")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        stderr = (tmp_path / "worker.log").read_text()
+    assert handled() == set(range(total)), stderr[-3000:]
+    assert all(line.endswith(" 3") for line in done.read_text().splitlines())
