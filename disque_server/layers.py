@@ -2,7 +2,8 @@
 
 A module imports only the modules of the layers below its own and, in its own
 layer, those of its own package; what a lower module must call above it is a
-method of ``hooks.Hooks``, wired by ``server.NodeHooks``. A name stands for the
+method of ``hooks.JobEvents`` (carried out by ``cluster.events``) or of
+``hooks.Hooks`` (by ``server.NodeHooks``). A name stands for the
 module and, for a package, everything in it. Three readers: the import-order
 test (tests/unit/test_import_order.py), the map in ``docs/layers.md``
 (written by ``python -m docgen``) and the reader of this file. The node
@@ -26,7 +27,11 @@ LAYERS: Final[list[tuple[tuple[str, ...], str]]] = [
     (("job",), "a job: IDs, states, SHOW, its fields for the bus, the re-queue rule"),
     (("serialize",), "a job as Disque's bytes (serializeJob): the AOF's LOADJOB records"),
     (("stats", "slowlog", "latency"), "the counters, SLOWLOG's entries, the loop's stalls"),
-    (("hooks",), "what the layers below the client call above them (server.NodeHooks)"),
+    (
+        ("hooks",),
+        "what the layers below tell and ask above them: JobEvents (cluster.events), "
+        "Hooks (server.NodeHooks)",
+    ),
     (("memory",), "what jobs and queues cost: used_memory and its level"),
     (
         ("jobs",),
