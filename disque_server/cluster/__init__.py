@@ -30,6 +30,7 @@ from disque_server.cluster.bus import BusLink
 from disque_server.cluster.dialect import C_NODE
 from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
 from disque_server.config import Config, ConfigError, atomic_write
+from disque_server.job import Job, job_to_fields
 from disque_server.listener import as_protocol
 from disque_server.resp import bulk_array
 
@@ -336,6 +337,25 @@ class Cluster:
                 c_mark = link.mark
             link.send_clustermsgs_encoded(c_messages)
 
+    def send_repljob_to_ids(self, ids: Iterable[bytes], job: Job) -> None:
+        """REPLJOB of one job: batched toward nodes of ours, serialized from the Job
+        once toward the C nodes (dialect.repljob_message)."""
+        fields: list[bytes] = []
+        c_message = b""
+        c_mark = b""
+        for node_id in ids:
+            link = self.link_to(node_id)
+            if link is None:
+                continue
+            if not link.speaks_c:
+                fields = fields or job_to_fields(job)
+                link.send_batched(b"REPLJOB", *fields)
+                continue
+            if not c_message or link.mark != c_mark:
+                c_message = dialect.repljob_message(self.header(b"REPLJOB"), job, link.mark)
+                c_mark = link.mark
+            link.send_clustermsgs_encoded([c_message])
+
     def send_to_ids(self, ids: Iterable[bytes], mtype: bytes, payload: list[bytes]) -> None:
         self.send_to_links([self.link_to(node_id) for node_id in ids], mtype, payload)
 
@@ -371,20 +391,48 @@ class Cluster:
 
     # ---- receiving -----------------------------------------------------------------
     def handle_message(self, link: BusLink, msg: list[bytes]) -> None:
+        node = self.sender_of(link, msg)
+        if node is None:
+            return
+        mtype = msg[0]
+        handler = HANDLERS.get(mtype)
+        if handler is not None:
+            self.received_by_type[mtype] += 1
+            try:
+                handler(self, node, link, msg[4:])
+            except (ValueError, IndexError) as exc:
+                self.server.log.verbose(
+                    "Bad %s message from %s: %s",
+                    mtype.decode(errors="replace"),
+                    msg[1][:8].decode(errors="replace"),
+                    exc,
+                )
+
+    def handle_repljobs(self, link: BusLink, header: list[bytes], jobs: list[Job]) -> None:
+        """REPLJOBs of a C node, their jobs deserialized already (dialect.copies)."""
+        node = self.sender_of(link, header)
+        if node is not None:
+            self.received_by_type[b"REPLJOB"] += 1
+            for job in jobs:
+                replication.keep_copy(self, node, job)
+
+    def sender_of(self, link: BusLink, msg: list[bytes]) -> ClusterNode | None:
+        """The node a message (its header: [TYPE, sender-id, port, flags]) comes
+        from, what the message says of it noted (seen now, failing no more,
+        leaving); None when it is to be ignored, or the link closed."""
         mtype, sender_id, sender_port, sender_flags = msg[0], msg[1], msg[2], msg[3]
-        payload = msg[4:]
         self.messages_received += 1
         if not valid_port(sender_port):
             link.close()
-            return
+            return None
         node = self.nodes.get(sender_id)
         if node is None:  # (a known ID is a valid one)
             if not valid_node_id(sender_id):
                 link.close()
-                return
+                return None
             node = self.unknown_sender(link, mtype, sender_id, sender_port)
             if node is None:
-                return
+                return None
         if node.kind != link.peer_kind:
             self.learn_kind(node, link.peer_kind)
         now = now_ms()
@@ -403,18 +451,7 @@ class Cluster:
         if sender_flags == b"leaving" and LEAVING not in flags:
             flags.add(LEAVING)
             self.candidates_stale = True
-        handler = HANDLERS.get(mtype)
-        if handler is not None:
-            self.received_by_type[mtype] += 1
-            try:
-                handler(self, node, link, payload)
-            except (ValueError, IndexError) as exc:
-                self.server.log.verbose(
-                    "Bad %s message from %s: %s",
-                    mtype.decode(errors="replace"),
-                    sender_id[:8].decode(errors="replace"),
-                    exc,
-                )
+        return node
 
     def learn_kind(self, node: ClusterNode, kind: int) -> None:
         """A message tells which bus its sender speaks (dialect.py): our link to it

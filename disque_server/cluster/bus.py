@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Final, cast
 from disque_server.cluster import clustermsg, dialect
 from disque_server.cluster.clustermsg import Message
 from disque_server.cluster.dialect import C_NODE, OURS
+from disque_server.job import Job
 from disque_server.request_reader import RequestError, RequestReader
 from disque_server.resp import bulk_array
 
@@ -188,6 +189,7 @@ class BusLink:
         rest = b""
         first: Message | None = None  # the run's first message, and the run as ours
         run: list[bytes] = []
+        copies: list[Job] = []  # a REPLJOB run's jobs, deserialized once (not as fields)
         run_key = b""
         run_tail = b""  # the header of the run's messages after totlen (the same for all)
         while not self.closed:
@@ -210,49 +212,67 @@ class BusLink:
             if run_tail and buf[start + 8 : HEAD_END + start] == run_tail:
                 # The next message of the run: its header says nothing new, only
                 # its data is read (no Message built: most of what a C node sends).
-                more = self.run_item(run[0], buf, start, pos)
-                if more is not None:
-                    run += more
+                if copies and self.run_copies(copies, buf, start, pos):
                     self.cluster.messages_received += 1  # (handle_message counts the first)
                     continue
+                more = None if copies else self.run_item(run[0], buf, start, pos)
+                if more is not None:
+                    run += more
+                    self.cluster.messages_received += 1
+                    continue
             msg = self.decoded(bytes(buf[start:pos]))
-            parts = dialect.to_ours(msg) if msg is not None else None
-            if msg is None or parts is None:
+            if msg is None:
+                continue
+            jobs: list[Job] = []
+            if msg.type == clustermsg.REPLJOB:
+                jobs = dialect.copies(msg.jobs)
+                parts: list[bytes] | None = dialect.header_parts(msg) if jobs else None
+            else:
+                parts = dialect.to_ours(msg)
+            if parts is None:
                 continue
             key = dialect.run_key(msg)
             if first is not None and key and key == run_key:
                 run += parts[4:]
+                copies += jobs
                 self.cluster.messages_received += 1
                 continue
             if first is not None:
-                self.on_clustermsg(first, run)
-            first, run, run_key = msg, parts, key
+                self.on_clustermsg(first, run, copies)
+            first, run, run_key, copies = msg, parts, key, jobs
             run_tail = bytes(buf[start + 8 : HEAD_END + start]) if key else b""
         if first is not None and not self.closed:
-            self.on_clustermsg(first, run)
+            self.on_clustermsg(first, run, copies)
         del buf[:pos]
         return rest
 
     @staticmethod
     def run_item(name: bytes, buf: bytearray, start: int, end: int) -> list[bytes] | None:
         """What the message at buf[start:end], with the header of its run, adds to
-        the run; None to decode it the usual way (a layout that does not match)."""
-        data = HEAD_END + start
-        if name != b"REPLJOB":  # GOTJOB, SETACK, ...: an ID and aux
-            if end - start != JOB_ID_MESSAGE_LEN:
-                return None
-            job_id, aux = clustermsg.JOB_ID.unpack_from(buf, data)
-            return dialect.job_id_item(name, job_id, aux)
-        if end - data < clustermsg.COUNTS.size:
+        the run (GOTJOB, SETACK, ...: an ID and aux); None to decode it the usual
+        way (a layout that does not match)."""
+        if name == b"REPLJOB" or end - start != JOB_ID_MESSAGE_LEN:
             return None
+        job_id, aux = clustermsg.JOB_ID.unpack_from(buf, HEAD_END + start)
+        return dialect.job_id_item(name, job_id, aux)
+
+    @staticmethod
+    def run_copies(copies: list[Job], buf: bytearray, start: int, end: int) -> bool:
+        """Add the jobs of the REPLJOB at buf[start:end], with the header of its run,
+        to ``copies``; False to decode it the usual way."""
+        data = HEAD_END + start
+        if end - data < clustermsg.COUNTS.size:
+            return False
         numjobs, datasize = clustermsg.COUNTS.unpack_from(buf, data)
         if clustermsg.COUNTS.size + datasize != end - data:
-            return None
+            return False
         try:
             jobs = clustermsg.split_jobs(bytes(buf[data + clustermsg.COUNTS.size : end]), numjobs)
         except clustermsg.MessageError:
-            return None
-        return dialect.jobs_fields(jobs)
+            return False
+        more = dialect.copies(jobs)
+        copies += more
+        return bool(more)
 
     def decoded(self, data: bytes) -> Message | None:
         try:
@@ -263,12 +283,15 @@ class BusLink:
             self.cluster.server.log.verbose("Bad bus message from %s: %s", self.peer_ip, exc)
             return None
 
-    def on_clustermsg(self, msg: Message, parts: list[bytes]) -> None:
+    def on_clustermsg(self, msg: Message, parts: list[bytes], copies: list[Job]) -> None:
         self.peer_kind = OURS if msg.mark else C_NODE
         if self.node is None:  # our replies on this link go in what it reads
             self.speaks_c = self.peer_kind == C_NODE
             self.mark = b""
-        self.cluster.handle_message(self, parts)
+        if copies:
+            self.cluster.handle_repljobs(self, parts, copies)
+        else:
+            self.cluster.handle_message(self, parts)
 
     def protocol_error(self, exc: Exception) -> None:
         self.cluster.server.log.verbose(

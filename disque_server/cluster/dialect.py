@@ -34,7 +34,7 @@ from disque_server.cluster import clustermsg
 from disque_server.cluster.clustermsg import Gossip, Message
 from disque_server.cluster.requeue import DELIVERY, NACK, NOCOUNT
 from disque_server.config import Config
-from disque_server.job import ACTIVE, FIELDS, job_from_fields, job_to_fields
+from disque_server.job import ACTIVE, FIELDS, Job, job_from_fields, job_to_fields
 from disque_server.serialize import SerializeError, deserialize_job, serialize_job
 
 UNKNOWN: Final = 0
@@ -80,11 +80,10 @@ def compatible(config: Config) -> bool:
 def to_ours(msg: Message) -> list[bytes] | None:
     """The message as the parts our handlers take, or None when it says nothing to
     us (a type ours has no handler for, or jobs that do not deserialize)."""
-    name = clustermsg.TYPE_NAMES.get(msg.type)
-    if name is None:
+    if msg.type not in clustermsg.TYPE_NAMES:
         return None
-    leaving = b"leaving" if msg.flags & clustermsg.NODE_LEAVING else b"-"
-    parts = [name, clustermsg.unpadded(msg.sender), b"%d" % msg.port, leaving]
+    parts = header_parts(msg)
+    name = parts[0]
     mtype = msg.type
     if mtype in clustermsg.GOSSIP_TYPES:
         for g in msg.gossip:
@@ -110,15 +109,39 @@ def to_ours(msg: Message) -> list[bytes] | None:
     return parts
 
 
-def jobs_fields(jobs: list[bytes]) -> list[bytes] | None:
-    """Serialized jobs (a REPLJOB's, a YOURJOBS') as our FIELDS fields each; None
-    when one does not deserialize (Disque logs such a message and skips it)."""
-    fields: list[bytes] = []
+def header_parts(msg: Message) -> list[bytes]:
+    """Our header of a message of a known type: [TYPE, sender-id, port, flags]."""
+    leaving = b"leaving" if msg.flags & clustermsg.NODE_LEAVING else b"-"
+    return [
+        clustermsg.TYPE_NAMES[msg.type],
+        clustermsg.unpadded(msg.sender),
+        b"%d" % msg.port,
+        leaving,
+    ]
+
+
+def copies(jobs: list[bytes]) -> list[Job]:
+    """Serialized jobs (a REPLJOB's, a YOURJOBS') as Jobs; none when one does not
+    deserialize (Disque logs such a message and skips it). A REPLJOB's go to its
+    handler as they are (``Cluster.handle_repljobs``), not through our fields."""
+    result: list[Job] = []
     for data in jobs:
         try:
             job, _ = deserialize_job(data, storage=False)
         except SerializeError:
-            return None
+            return []
+        result.append(job)
+    return result
+
+
+def jobs_fields(jobs: list[bytes]) -> list[bytes] | None:
+    """Serialized jobs as our FIELDS fields each; None when one does not
+    deserialize."""
+    fields: list[bytes] = []
+    deserialized = copies(jobs)
+    if len(deserialized) != len(jobs):
+        return None
+    for job in deserialized:
         fields += job_to_fields(job)
     return fields
 
@@ -161,13 +184,11 @@ def queued_count(mflags: int) -> bytes:
 def to_clustermsgs(parts: list[bytes], mark: bytes) -> list[bytes]:
     """Our message as what a Disque node reads: none, one or (one per job) many
     ``clusterMsg``. ``mark``: MARK toward a node not known yet, b"" toward Disque."""
-    name, sender, port, sender_flags = parts[0], parts[1], parts[2], parts[3]
+    name, sender, port = parts[0], parts[1], parts[2]
     mtype = TYPE_OF.get(name)
     if mtype is None:
         return []  # ours only (POSTPONE)
-    flags = clustermsg.NODE_MYSELF
-    if sender_flags == b"leaving":
-        flags |= clustermsg.NODE_LEAVING
+    flags = header_flags(parts[3])
     payload = parts[4:]
     if mtype in clustermsg.GOSSIP_TYPES:
         msg = Message(mtype, sender, int(port), flags, mark=mark)
@@ -202,6 +223,28 @@ def to_clustermsgs(parts: list[bytes], mark: bytes) -> list[bytes]:
         + clustermsg.job_id_data(payload[i], int(payload[i + 1]) if i + 1 < len(payload) else 0)
         for i in range(0, len(payload), 2)
     ]
+
+
+def header_flags(sender_flags: bytes) -> int:
+    """The node flags a clusterMsg header gives its sender, from our header's."""
+    if sender_flags == b"leaving":
+        return clustermsg.NODE_MYSELF | clustermsg.NODE_LEAVING
+    return clustermsg.NODE_MYSELF
+
+
+def repljob_message(header: list[bytes], job: Job, mark: bytes) -> bytes:
+    """A REPLJOB of one job as Disque reads it, serialized from the Job itself as
+    Disque's clusterReplicateJob does: not through our fields and back (a third
+    of the CPU of a job a node of ours replicates to C nodes). The receiver takes
+    the copy as active whatever state the header says (Disque's REPLJOB handler)."""
+    return clustermsg.jobs_message(
+        clustermsg.REPLJOB,
+        header[1],
+        int(header[2]),
+        header_flags(header[3]),
+        mark,
+        [serialize_job(job, storage=False)],
+    )
 
 
 _job_id_headers: Final[dict[bytes, bytes]] = {}

@@ -25,7 +25,6 @@ from disque_server.job import (
     WAIT_REPL,
     Job,
     job_from_fields,
-    job_to_fields,
 )
 from disque_server.jobs.blocking import BlockedAddJob
 from disque_server.jobs.queue import PAUSED_IN
@@ -154,7 +153,7 @@ def replicate_new_job(
 
 
 def send_repljob(cluster: Cluster, job: Job, node_ids: list[bytes]) -> None:
-    cluster.send_batched_to_ids(node_ids, b"REPLJOB", *job_to_fields(job))
+    cluster.send_repljob_to_ids(node_ids, job)
 
 
 def cron(cluster: Cluster, now: int) -> None:
@@ -236,17 +235,17 @@ def reply_norepl(cluster: Cluster, rep: Replication, error: bytes) -> None:
 
 
 def on_repljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
-    """Jobs (FIELDS fields each, one or many) another node is adding."""
+    """Jobs (FIELDS fields each, one or many) another node is adding. (A C node's
+    come as Jobs: Cluster.handle_repljobs.)"""
     for i in range(0, len(payload), FIELDS):
-        repljob(cluster, sender, payload[i : i + FIELDS])
+        job = job_from_fields(payload[i : i + FIELDS], ACTIVE)
+        if job is not None:
+            keep_copy(cluster, sender, job)
 
 
-def repljob(cluster: Cluster, sender: ClusterNode, fields: list[bytes]) -> None:
+def keep_copy(cluster: Cluster, sender: ClusterNode, job: Job) -> None:
     """Keep a copy of a job another node is adding, and confirm with GOTJOB."""
     server = cluster.server
-    job = job_from_fields(fields, ACTIVE)
-    if job is None:
-        return
     existing = server.jobs.lookup(job.id)
     if existing is not None:
         merged = dict.fromkeys(existing.nodes_delivered + job.nodes_delivered)
