@@ -8,54 +8,74 @@ module is the I/O).
             ...
             await client.ack(job.id)
 
-One connection per client (redis-py's pool holds one): commands sent by
-concurrent tasks on the same client wait for each other. A consumer task that
-blocks in GETJOB wants a client of its own.
+One connection per client, on which the commands of concurrent tasks are
+pipelined (pipelining.py): each is sent at once and gets its own reply, so
+many tasks adding jobs through one client do not wait for each other's round
+trips. A reply that is slow to come (a blocking GETJOB) holds back those
+after it: a consumer task that blocks wants a client of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 
 from disque.commands import Address, AsyncCore, Call, Commands, Scan, T, failure, last_cursor
 from disque.errors import DisqueError, NoAuth, NoNodeAvailable
-from disque.protocol import connect_async, parse_hello
-
-if TYPE_CHECKING:
-    import redis.asyncio as aredis
+from disque.pipelining import PipelinedConnection, open_connection
+from disque.protocol import parse_hello
 
 
 class AsyncClient(Commands, AsyncCore):
     """A Disque client for asyncio, for one or more seed nodes (``"host:port"``)."""
 
-    _conn: aredis.Redis | None = None
+    _conn: PipelinedConnection | None = None
+    _connecting: asyncio.Lock | None = None
 
     # ---- connection -----------------------------------------------------------------
     async def connect(self, avoid: Address | None = None, prefer: Address | None = None) -> None:
-        """Connect to the best node that answers (see ``Client.connect``)."""
-        await self.close()
+        """Connect to the best node that answers (see ``Client.connect``). The
+        connection left behind closes once its commands in flight have their
+        replies (other tasks' commands are not failed by a move)."""
+        async with self.connecting():
+            await self._connect(avoid, prefer)
+
+    async def connection_after(
+        self, failed: PipelinedConnection | None, avoid: Address | None = None
+    ) -> PipelinedConnection:
+        """The connection to use now that ``failed`` did not do (None: there was
+        none): a new one, unless another task has made one since (many tasks see
+        the same failure; one of them reconnects)."""
+        async with self.connecting():
+            if self._conn is None or self._conn is failed:
+                await self._connect(avoid, None)
+            assert self._conn is not None
+            return self._conn
+
+    def connecting(self) -> asyncio.Lock:
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        return self._connecting
+
+    async def _connect(self, avoid: Address | None, prefer: Address | None) -> None:
+        self.retire()
         tried: list[str] = []
         for host, port in self.candidates(avoid, prefer):
-            conn = connect_async(
-                host,
-                port,
-                self.password,
-                socket_timeout=self.socket_timeout,
-                connect_timeout=self.connect_timeout,
-                tls=self.tls,
-                max_connections=1,
-            )
+            conn: PipelinedConnection | None = None
             try:
-                hello = parse_hello(await conn.execute_command("HELLO"))
+                conn = await open_connection(
+                    host, port, self.password, connect_timeout=self.connect_timeout, tls=self.tls
+                )
+                hello = parse_hello(await conn.execute(("HELLO",), self.connect_timeout))
             except redis.AuthenticationError as exc:
-                await conn.aclose()
                 raise NoAuth(str(exc)) from None
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-                await conn.aclose()
+                if conn is not None:
+                    conn.close()
                 tried.append(f"{host}:{port} ({exc})")
                 continue
             self._conn, self.address = conn, (host, port)
@@ -63,10 +83,15 @@ class AsyncClient(Commands, AsyncCore):
             return
         raise NoNodeAvailable("no Disque node answered: " + "; ".join(tried or ["none to try"]))
 
+    def retire(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            conn.retire()
+
     async def close(self) -> None:
         if self._conn is not None:
             conn, self._conn = self._conn, None
-            await conn.aclose()
+            conn.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -77,19 +102,19 @@ class AsyncClient(Commands, AsyncCore):
     # ---- commands -------------------------------------------------------------------
     async def execute(self, *args: Any) -> Any:
         """Run one command, moving to another node as ``Client.execute`` does."""
+        conn = self._conn
         for _ in range(self.max_moves):
-            if self._conn is None:
-                await self.connect()
-            assert self._conn is not None
+            if conn is None:
+                conn = await self.connection_after(None)
             try:
-                return await self._conn.execute_command(*args)
+                return await conn.execute(args, self.socket_timeout)
             except redis.RedisError as exc:
                 gone, error = self.address, failure(exc, args[0])
                 if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-                    await self.close()
+                    conn.close()
                 if error is not None:
                     raise error from None
-                await self.connect(avoid=gone)
+                conn = await self.connection_after(conn, avoid=gone)
         raise NoNodeAvailable(f"{args[0]}: still no node to run it after {self.max_moves} moves")
 
     async def run(self, call: Call[T]) -> T:

@@ -83,6 +83,17 @@ class TLS:
             "ssl_check_hostname": False,
         }
 
+    def context(self) -> ssl.SSLContext:
+        """An SSL context as ``_ssl_kwargs`` asks redis-py for (the pipelined
+        asyncio connection's: pipelining.py)."""
+        context = ssl.create_default_context(cafile=self.cacert)
+        context.check_hostname = False
+        if self.insecure:
+            context.verify_mode = ssl.CERT_NONE
+        if self.cert:
+            context.load_cert_chain(self.cert, self.key, password=_no_password)
+        return context
+
     def check(self) -> None:
         """Load every file now, as each handshake will; raise TLSError naming the bad one."""
         if self.key and not self.cert:
