@@ -6,7 +6,11 @@
 
 For each library, with the same harness: ``--tasks`` no-op tasks, whose body
 does one INCR on a side redis-server, are enqueued from one process with the
-library's own API (timed in that process: enqueues/s), then one worker
+library's own API (timed in that process: enqueues/s) three ways: one call
+at a time; by concurrent producers (16 threads on a synchronous API, 64
+sends awaited at once on an asyncio one: arq's and ours), each call
+returning once its task is queued; and in bulk where the library has an API
+for it (RQ's ``enqueue_many``, our ``send_many``). Then one worker
 process of the library's own command drains them (timed from the first
 INCR seen to the last: tasks/s). Worker settings: 8 at once (RQ's
 SimpleWorker runs one). The libraries run in turn, the order turning at
@@ -61,6 +65,10 @@ APPS = {
             for start in range(0, n, 1000):
                 count = min(1000, n - start)
                 queue.enqueue_many([Queue.prepare_data(task) for _ in range(count)])
+
+        def enqueue_concurrent(n):
+            queue = Queue("bench", connection=Redis(port=BROKER))
+            in_threads(n, lambda: queue.enqueue(task))
     """,
     "arq": """
         import asyncio
@@ -81,6 +89,13 @@ APPS = {
 
         def enqueue(n):
             asyncio.run(enqueue_all(n))
+
+        async def enqueue_at_once(n):
+            pool = await create_pool(RedisSettings(port=BROKER))
+            await in_tasks(n, lambda: pool.enqueue_job("task"))
+
+        def enqueue_concurrent(n):
+            asyncio.run(enqueue_at_once(n))
     """,
     "dramatiq": """
         import dramatiq
@@ -95,6 +110,9 @@ APPS = {
         def enqueue(n):
             for _ in range(n):
                 task.send()
+
+        def enqueue_concurrent(n):
+            in_threads(n, task.send)
     """,
     "celery": """
         from celery import Celery
@@ -108,6 +126,9 @@ APPS = {
         def enqueue(n):
             for _ in range(n):
                 task.delay()
+
+        def enqueue_concurrent(n):
+            in_threads(n, task.delay)
     """,
     "disque": """
         from disque.tasks import Tasks
@@ -125,16 +146,40 @@ APPS = {
         def enqueue_bulk(n):  # Task.send_many: pipelined ADDJOBs, 1,000 a round trip
             for start in range(0, n, 1000):
                 task.send_many(() for _ in range(min(1000, n - start)))
+
+        def enqueue_concurrent(n):  # each send_async awaited until its job is replicated
+            asyncio.run(in_tasks(n, task.send_async))
     """,
 }
 HEADER = """
+import asyncio
 import os
+from concurrent.futures import ThreadPoolExecutor
 from redis import Redis
 
 BROKER = int(os.environ.get("BENCH_BROKER", "0"))
 DISQUE = os.environ.get("BENCH_DISQUE", "")
 REPLICATE = int(os.environ.get("BENCH_REPLICATE", "1"))
 side = Redis(port=int(os.environ["BENCH_SIDE"]))
+
+
+def in_threads(n, send):  # concurrent producers for a synchronous API: THREADS threads
+    with ThreadPoolExecutor(THREADS) as pool:
+        for _ in pool.map(lambda _: send(), range(n)):
+            pass
+
+
+async def in_tasks(n, send):  # for an asyncio API: AT_ONCE sends awaited at a time
+    at_once = asyncio.Semaphore(AT_ONCE)
+
+    async def one():
+        async with at_once:
+            await send()
+
+    await asyncio.gather(*(one() for _ in range(n)))
+
+
+THREADS, AT_ONCE = 16, 64
 """
 
 
@@ -196,6 +241,7 @@ class Sample:
     enqueue: float  # per second, one call at a time
     drain: float
     bulk: float | None = None  # per second, the library's bulk API (where it has one)
+    concurrent: float = 0.0  # per second, concurrent producers in one process (below)
 
 
 def write_apps(tmp: Path) -> None:
@@ -222,11 +268,16 @@ def timed_enqueue(entry: Entry, tmp: Path, env: dict[str, str], tasks: int, how:
 
 
 def run_entry(entry: Entry, tmp: Path, env: dict[str, str], side: Server, tasks: int) -> Sample:
+    """A third of the tasks (half, without a bulk API) sent by concurrent producers
+    (16 threads on a synchronous API, 64 sends awaited at once on an asyncio one),
+    a third in bulk, the rest one at a time; then all drained."""
     bulk = None
-    if "def enqueue_bulk" in APPS[entry.app]:  # measured, then drained with the rest
-        bulk = timed_enqueue(entry, tmp, env, tasks // 2, "enqueue_bulk")
+    share = tasks // 3 if "def enqueue_bulk" in APPS[entry.app] else tasks // 2
     command(side.port, "SET", "done", "0")
-    enqueue = timed_enqueue(entry, tmp, env, tasks - (tasks // 2 if bulk else 0), "enqueue")
+    concurrent = timed_enqueue(entry, tmp, env, share, "enqueue_concurrent")
+    if "def enqueue_bulk" in APPS[entry.app]:  # measured, then drained with the rest
+        bulk = timed_enqueue(entry, tmp, env, share, "enqueue_bulk")
+    enqueue = timed_enqueue(entry, tmp, env, tasks - share * (2 if bulk else 1), "enqueue")
     argv = [
         a.format(broker=env["BENCH_BROKER"]) for a in entry.worker_argv(Path(sys.executable).parent)
     ]
@@ -250,7 +301,7 @@ def run_entry(entry: Entry, tmp: Path, env: dict[str, str], side: Server, tasks:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
-    return Sample(enqueue, drain, bulk)
+    return Sample(enqueue, drain, bulk, concurrent)
 
 
 @contextlib.contextmanager
@@ -301,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                     samples[entry.label].append(sample)
                     say(
                         f"run {run + 1} {entry.label}: enqueue {sample.enqueue:,.0f}/s, "
+                        f"concurrent {sample.concurrent:,.0f}/s, "
                         f"bulk {sample.bulk or 0:,.0f}/s, drain {sample.drain:,.0f}/s"
                     )
     print(markdown(samples, args))
@@ -313,6 +365,7 @@ def markdown(samples: dict[str, list[Sample]], args: argparse.Namespace) -> str:
             statistics.median(s.enqueue for s in runs),
             statistics.median(s.drain for s in runs),
             statistics.median(s.bulk for s in runs) if runs[0].bulk else None,
+            statistics.median(s.concurrent for s in runs),
         )
         for label, runs in samples.items()
     }
@@ -320,17 +373,23 @@ def markdown(samples: dict[str, list[Sample]], args: argparse.Namespace) -> str:
     best_enqueue = max((m.enqueue for m in others), default=0.0)
     best_drain = max((m.drain for m in others), default=0.0)
     best_bulk = max((m.bulk or 0.0 for m in others), default=0.0)
+    best_concurrent = max((m.concurrent for m in others), default=0.0)
     lines = [
-        "| library | enqueue one at a time, tasks/s | / fastest other | bulk enqueue, tasks/s "
-        "| / fastest other | one worker process drains, tasks/s | / fastest other |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| library | enqueue one at a time, tasks/s | / fastest other | concurrent producers, "
+        "tasks/s | / fastest other | bulk enqueue, tasks/s | / fastest other "
+        "| one worker process drains, tasks/s | / fastest other |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for label, m in medians.items():
         e = f"{m.enqueue / best_enqueue:.2f}" if best_enqueue else "-"
+        c = f"{m.concurrent / best_concurrent:.2f}" if best_concurrent else "-"
         b = f"{m.bulk:,.0f}" if m.bulk else "-"
         br = f"{m.bulk / best_bulk:.2f}" if m.bulk and best_bulk else "-"
         d = f"{m.drain / best_drain:.2f}" if best_drain else "-"
-        lines.append(f"| {label} | {m.enqueue:,.0f} | {e} | {b} | {br} | {m.drain:,.0f} | {d} |")
+        lines.append(
+            f"| {label} | {m.enqueue:,.0f} | {e} | {m.concurrent:,.0f} | {c} | {b} | {br} "
+            f"| {m.drain:,.0f} | {d} |"
+        )
     lines.append("")
     lines.append(
         f"{args.runs} runs of {args.tasks:,} tasks each, medians; the task does one INCR on a "
