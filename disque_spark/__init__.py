@@ -25,7 +25,15 @@ from disque_spark.source import SCHEMA, DisqueDataSource
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SCHEMA", "DisqueDataSource", "dedupe_snapshot", "read_snapshot", "register", "session"]
+__all__ = [
+    "SCHEMA",
+    "DisqueDataSource",
+    "dedupe_snapshot",
+    "read_snapshot",
+    "register",
+    "remote_session",
+    "session",
+]
 
 # Which copy of a job a deduplicated snapshot keeps: an ACK anywhere wins,
 # then the node that has it queued, then the active and wait-repl copies.
@@ -103,8 +111,9 @@ SHIPPED_PACKAGES = ("disque_spark", "disque")  # disque: connections, HELLO and 
 
 
 def ship_package(spark: SparkSession) -> str:
-    """Zip this package (and the one it imports) and ``addPyFile`` it so executors
-    can import it."""
+    """Zip this package (and the one it imports) and give it to the executors, so
+    they import it: ``addPyFile`` on a classic session, ``addArtifacts(pyfile=True)``
+    on a Spark Connect one (``sc://``: the server's executors)."""
     root = Path(__file__).resolve().parent.parent
     fd, path = tempfile.mkstemp(prefix="disque_spark-", suffix=".zip")
     os.close(fd)
@@ -112,5 +121,24 @@ def ship_package(spark: SparkSession) -> str:
         for package in SHIPPED_PACKAGES:
             for file in (root / package).rglob("*.py"):
                 zf.write(file, file.relative_to(root).as_posix())
-    spark.sparkContext.addPyFile(path)
+    if is_remote(spark):
+        spark.addArtifacts(path, pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(path)
     return path
+
+
+def is_remote(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no SparkContext in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def remote_session(url: str) -> SparkSession:
+    """A Spark Connect session (``sc://host:port``) with the ``disque`` format
+    registered and this package shipped to the server's executors."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    ship_package(spark)
+    register(spark)
+    return spark
