@@ -26,7 +26,7 @@ import redis
 
 from disque.commands import Address, AsyncCore, Call, Commands, Scan, T, failure, last_cursor
 from disque.errors import DisqueError, NoAuth, NoNodeAvailable
-from disque.pipelining import PipelinedConnection, open_connection
+from disque.pipelining import NotSent, PipelinedConnection, open_connection
 from disque.protocol import parse_hello
 
 
@@ -108,6 +108,9 @@ class AsyncClient(Commands, AsyncCore):
                 conn = await self.connection_after(None)
             try:
                 return await conn.execute(args, self.socket_timeout)
+            except NotSent:  # (another task moved the client, or the link was lost)
+                conn = await self.connection_after(conn)
+                continue
             except redis.RedisError as exc:
                 gone, error = self.address, failure(exc, args[0])
                 if isinstance(exc, redis.ConnectionError | redis.TimeoutError):

@@ -35,6 +35,11 @@ class _ErrorReply(Exception):
     """An error reply as hiredis gives it (turned into redis-py's kind on arrival)."""
 
 
+class NotSent(redis.ConnectionError):
+    """The command was not written: the connection had closed or was retiring (a
+    move by another task). Safe to send again, ADDJOB included."""
+
+
 class PipelinedConnection(asyncio.Protocol):
     """A connection whose commands (``execute``) may be many in flight at once."""
 
@@ -88,7 +93,7 @@ class PipelinedConnection(asyncio.Protocol):
         """Send one command now and wait for its reply (``timeout``: seconds, then
         ``redis.TimeoutError`` and the connection closed, as redis-py does)."""
         if self.lost is not None or self.transport is None or self.retiring:
-            raise self.lost or redis.ConnectionError("Connection closed.")
+            raise NotSent(str(self.lost or "Connection closed."))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.waiting.append(future)
         self.transport.write(hiredis.pack_command(args))

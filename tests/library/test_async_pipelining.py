@@ -146,3 +146,19 @@ def test_tls_with_the_pipelined_connection(start_tls_node, certs: dict[str, str]
 
     assert len(set(asyncio.run(scenario()))) == 20
     assert node.call("QLEN", "t") == 20
+
+
+def test_an_addjob_not_written_is_sent_again_not_failed(node: Node) -> None:
+    """The client's connection is retiring (a move another task began) when an
+    ADDJOB comes: it was never written, so it goes out on a new connection
+    instead of failing as "may or may not have run"."""
+
+    async def scenario() -> str:
+        async with AsyncClient(addr(node)) as client:
+            await client.qlen("warm")
+            assert client._conn is not None
+            client._conn.retire()  # what a move does to the connection it leaves
+            return await client.add_job("resent", b"x")
+
+    assert asyncio.run(scenario()).startswith("D-")
+    assert node.call("QLEN", "resent") == 1
