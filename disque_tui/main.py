@@ -1,22 +1,22 @@
 """`disque-tui [-h host] [-p port] [-a password] [--tls ...] [--interval 1.0] [--once]`.
 
-Parses the command line (like redis-cli, `-h` is the host; `--help` is
-help; the TLS options are `disque`'s), checks that a Disque node answers at
-host:port before any screen is drawn (one line on stderr and exit status 1
-when not), then runs the app on a `PollerThread`, or, with --once or without
-a terminal, prints the overview once as plain text.
+Parses the command line with typer, as disque-worker does (like redis-cli,
+`-h` is the host and `--help` is help; the TLS options are `disque`'s),
+checks that a Disque node answers at host:port before any screen is drawn
+(one line on stderr and exit status 1 when not), then runs the app on a
+`PollerThread`, or, with --once or without a terminal, prints the overview
+once as plain text.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import re
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import redis
+import typer
 from redis.exceptions import RedisError
 
 from disque.protocol import HelloError, connect, parse_hello
@@ -29,89 +29,138 @@ if TYPE_CHECKING:
 PROG = "disque-tui"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        add_help=False,
-        description="Live dashboard of a Disque cluster: nodes, queues, jobs.",
-    )
-    parser.add_argument("--help", action="help", help="show this help and exit")
-    parser.add_argument(
-        "-h", "--host", default="127.0.0.1", help="a node of the cluster (default 127.0.0.1)"
-    )
-    parser.add_argument("-p", "--port", type=int, default=7711, help="its port (default 7711)")
-    parser.add_argument(
-        "-a",
-        "--password",
-        default=os.environ.get("DISQUECLI_AUTH"),
-        help="password for AUTH (default $DISQUECLI_AUTH)",
-    )
-    add_tls_arguments(parser)
-    parser.add_argument(
-        "--interval", type=positive_float, default=1.0, help="seconds between polls (default 1.0)"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=positive_float,
-        default=None,
-        help="seconds before a node is shown down (default 2 x interval, min 1)",
-    )
-    parser.add_argument(
-        "--scan-count", type=int, default=500, help="QSCAN COUNT per page (default 500)"
-    )
-    parser.add_argument(
-        "--once",
-        action="store_true",
-        help="print the overview (problems, nodes, queues that matter) once "
-        "as plain text and exit, like top -b -n 1 (the default when "
-        "standard output is not a terminal)",
-    )
-    parser.add_argument(
-        "--screenshot-dir",
-        metavar="DIR",
-        default=None,
-        help="where the palette's Screenshot saves its SVG (default: the current directory)",
-    )
-    return parser
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["--help"]},  # -h is the host, as in redis-cli
+)
 
 
-def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
-    """`disque`'s --tls --cacert --cert --key --insecure (disque.tls)."""
-    for opt in TLS_OPTIONS:
-        if opt.takes_file:
-            parser.add_argument(
-                opt.flag, dest=opt.dest, metavar="FILE", help=argparse_help(opt.help)
-            )
-        else:
-            parser.add_argument(
-                opt.flag, dest=opt.dest, action="store_true", help=argparse_help(opt.help)
-            )
+def positive(value: float | None) -> float | None:
+    if value is not None and value <= 0:
+        raise typer.BadParameter(f"must be positive: {value!r}")
+    return value
 
 
-def argparse_help(sentence: str) -> str:
-    """The CLI's "Private key file." in this parser's style: "private key file"."""
-    first = sentence.split(" ", 1)[0]
-    if not first.isupper():  # keep acronyms: "CA certificate ..."
-        sentence = sentence[:1].lower() + sentence[1:]
-    return sentence.rstrip(".")
+def tls_help(dest: str) -> str:
+    """The help of one of the TLS options every client takes (disque.tls)."""
+    return next(opt.help for opt in TLS_OPTIONS if opt.dest == dest)
 
 
-def tls_settings(args: argparse.Namespace) -> TLS | None:
-    """The TLS settings asked for, their files checked; raises TLSError."""
-    tls = TLS.from_options(args.tls, args.cacert, args.cert, args.key, args.insecure)
-    if tls is not None:
-        tls.check()
-    return tls
+@app.command(help="Live dashboard of a Disque cluster: nodes, queues, jobs.")
+def dashboard(
+    host: Annotated[str, typer.Option("-h", "--host", help="a node of the cluster")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("-p", "--port", help="its port")] = 7711,
+    password: Annotated[
+        str | None,
+        typer.Option("-a", "--password", envvar="DISQUECLI_AUTH", help="password for AUTH"),
+    ] = None,
+    tls: Annotated[bool, typer.Option("--tls", help=tls_help("tls"))] = False,
+    cacert: Annotated[
+        str | None, typer.Option("--cacert", metavar="FILE", help=tls_help("cacert"))
+    ] = None,
+    cert: Annotated[
+        str | None, typer.Option("--cert", metavar="FILE", help=tls_help("cert"))
+    ] = None,
+    key: Annotated[str | None, typer.Option("--key", metavar="FILE", help=tls_help("key"))] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help=tls_help("insecure"))] = False,
+    interval: Annotated[float, typer.Option(callback=positive, help="seconds between polls")] = 1.0,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            callback=positive,
+            help="seconds before a node is shown down (default 2 x interval, min 1)",
+        ),
+    ] = None,
+    scan_count: Annotated[int, typer.Option(min=1, help="QSCAN COUNT per page")] = 500,
+    once: Annotated[
+        bool,
+        typer.Option(
+            "--once",
+            help="print the overview (problems, nodes, queues that matter) once as plain "
+            "text and exit, like top -b -n 1 (the default when standard output is not a "
+            "terminal)",
+        ),
+    ] = False,
+    screenshot_dir: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR",
+            help="where the palette's Screenshot saves its SVG (default: the current directory)",
+        ),
+    ] = None,
+) -> None:
+    raise typer.Exit(
+        run(
+            host,
+            port,
+            password,
+            (tls, cacert, cert, key, insecure),
+            interval,
+            timeout,
+            scan_count,
+            once,
+            screenshot_dir,
+        )
+    )
 
 
-def positive_float(value: str) -> float:
+def run(
+    host: str,
+    port: int,
+    password: str | None,
+    tls_options: tuple[bool, str | None, str | None, str | None, bool],
+    interval: float,
+    timeout: float | None,
+    scan_count: int,
+    once: bool,
+    screenshot_dir: str | None,
+) -> int:
+    """Check that a node answers, then show the dashboard (or the overview once):
+    the exit status."""
     try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
-    return number
+        settings = tls_settings(*tls_options)
+    except TLSError as exc:
+        print(f"{PROG}: could not create an SSL context: {exc}", file=sys.stderr)
+        return 1
+    timeout = timeout if timeout is not None else max(1.0, 2 * interval)
+    problem = probe(host, port, password, min(timeout, 5.0), settings)
+    if problem is not None:
+        print(f"{PROG}: cannot connect to {host}:{port}: {problem}", file=sys.stderr)
+        return 1
+
+    from disque_tui.poller import Poller, PollerThread
+
+    poller = Poller(
+        host,
+        port,
+        password,
+        interval=interval,
+        timeout=timeout,
+        scan_count=scan_count,
+        tls=settings,
+    )
+    if once or not sys.stdout.isatty():
+        # Without a terminal a full-screen app would write escape codes forever.
+        return print_once(poller)
+    from disque_tui.app import DisqueTUI
+
+    tui = DisqueTUI(PollerThread(poller), seed=f"{host}:{port}", screenshot_dir=screenshot_dir)
+    try:
+        tui.run()
+    except KeyboardInterrupt:
+        pass
+    return tui.return_code or 0
+
+
+def tls_settings(
+    tls: bool, cacert: str | None, cert: str | None, key: str | None, insecure: bool
+) -> TLS | None:
+    """The TLS settings asked for, their files checked; raises TLSError."""
+    settings = TLS.from_options(tls, cacert, cert, key, insecure)
+    if settings is not None:
+        settings.check()
+    return settings
 
 
 def short_reason(exc: BaseException) -> str:
@@ -168,42 +217,13 @@ def print_once(poller: Poller) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The command (``argv``: its arguments, else sys.argv's): its exit status. A bad
+    option is a usage message and status 2, as in any typer command."""
     try:
-        tls = tls_settings(args)
-    except TLSError as exc:
-        print(f"{PROG}: could not create an SSL context: {exc}", file=sys.stderr)
-        return 1
-    timeout = args.timeout if args.timeout is not None else max(1.0, 2 * args.interval)
-    problem = probe(args.host, args.port, args.password, min(timeout, 5.0), tls)
-    if problem is not None:
-        print(f"{PROG}: cannot connect to {args.host}:{args.port}: {problem}", file=sys.stderr)
-        return 1
-
-    from disque_tui.poller import Poller, PollerThread
-
-    poller = Poller(
-        args.host,
-        args.port,
-        args.password,
-        interval=args.interval,
-        timeout=timeout,
-        scan_count=args.scan_count,
-        tls=tls,
-    )
-    if args.once or not sys.stdout.isatty():
-        # Without a terminal a full-screen app would write escape codes forever.
-        return print_once(poller)
-    from disque_tui.app import DisqueTUI
-
-    app = DisqueTUI(
-        PollerThread(poller), seed=f"{args.host}:{args.port}", screenshot_dir=args.screenshot_dir
-    )
-    try:
-        app.run()
-    except KeyboardInterrupt:
-        pass
-    return app.return_code or 0
+        app(args=argv, prog_name=PROG)
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else int(done.code is not None)
+    return 0
 
 
 if __name__ == "__main__":

@@ -579,10 +579,12 @@ TUI_METAVARS = {
 
 
 def tui_page() -> str:
-    from disque_tui.help_screen import KEYS
-    from disque_tui.main import build_parser
+    import typer.main
 
-    parser = build_parser()
+    from disque_tui.help_screen import KEYS
+    from disque_tui.main import app
+
+    command = typer.main.get_command(app)
     out = [
         f'.TH DISQUE\\-TUI 1 "{DATE}" "{SOURCE}" "Disque manual"',
         ".SH NAME",
@@ -616,14 +618,16 @@ def tui_page() -> str:
         "Like \\fBredis\\-cli\\fR(1), \\fB\\-h\\fR is the host; the help is \\fB\\-\\-help\\fR.",
         ".SH OPTIONS",
     ]
-    for action in parser._actions:
-        if not action.option_strings:
+    for param in command.params:
+        if param.param_type_name != "option":
             continue
-        flags = ", ".join(f"\\fB{esc(flag)}\\fR" for flag in action.option_strings)
-        if action.nargs != 0:
-            flags += f" \\fI{esc(TUI_METAVARS.get(action.dest, action.dest))}\\fR"
-        text = TUI_DESCRIPTIONS.get(action.dest) or (action.help or "").capitalize() + "."
+        name = param.name or ""
+        flags = ", ".join(f"\\fB{esc(flag)}\\fR" for flag in sorted(param.opts, key=len))
+        if not param.is_flag:
+            flags += f" \\fI{esc(TUI_METAVARS.get(name, name))}\\fR"
+        text = TUI_DESCRIPTIONS.get(name) or (param.help or "").capitalize() + "."
         out += [".TP", flags, esc(text)]
+    out += [".TP", "\\fB\\-\\-help\\fR", "Print the usage and exit."]
     out.append(".SH KEYS")
     for section, keys in KEYS:
         out.append(f".SS {esc(section)}")
