@@ -234,9 +234,9 @@ def header_flags(sender_flags: bytes) -> int:
 
 def repljob_message(header: list[bytes], job: Job, mark: bytes) -> bytes:
     """A REPLJOB of one job as Disque reads it, serialized from the Job itself as
-    Disque's clusterReplicateJob does: not through our fields and back (a third
-    of the CPU of a job a node of ours replicates to C nodes). The receiver takes
-    the copy as active whatever state the header says (Disque's REPLJOB handler)."""
+    Disque's clusterReplicateJob does, not through our fields and back (one
+    conversion instead of three). The receiver takes the copy as active whatever
+    state it says (Disque's REPLJOB handler)."""
     return clustermsg.jobs_message(
         clustermsg.REPLJOB,
         header[1],
