@@ -105,10 +105,6 @@ class PipelinedConnection(asyncio.Protocol):
             self.abort(redis.ConnectionError("a command before it timed out"))
             raise redis.TimeoutError("Timeout reading from socket") from None
 
-    @property
-    def idle(self) -> bool:
-        return not self.waiting
-
     def retire(self) -> None:
         """Close once the commands in flight have their replies (a client moving
         to another node does not fail the commands of other tasks)."""
