@@ -27,7 +27,7 @@ from disque_server.resp import RESP2, Protocol
 if TYPE_CHECKING:
     from disque_server.commands import Command
     from disque_server.jobs.blocking import Blocked
-    from disque_server.server import Server
+    from disque_server.state import NodeState
 
 OUTPUT_HIGH_WATER: Final = 64 * 1024 * 1024  # stop reading a client that does not read
 DEFERRED_LIMIT: Final = 1024 * 1024  # input kept for a blocked client before we stop reading
@@ -55,7 +55,7 @@ def set_keepalive(sock: socket.socket, interval: int) -> None:
 class Client:
     """The per-connection state; per-request state lives in the handlers."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: NodeState) -> None:
         self.server = server
         self.id = next(_client_ids)
         self.requests = RequestReader()

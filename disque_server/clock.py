@@ -39,8 +39,3 @@ def pick(items: list[T], k: int) -> list[T]:
         j = i + int(_random() * (n - i))
         items[i], items[j] = items[j], items[i]
     return items[:k]
-
-
-def time_error_ms(retry_s: int) -> int:
-    """Random jitter added to re-queue times, so owners do not all wake at once."""
-    return int(_random() * (500 if retry_s >= 5 else retry_s * 100))

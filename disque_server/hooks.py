@@ -42,6 +42,10 @@ class JobEvents:
         """A job with a RETRY was delivered, and other nodes hold it too: they
         postpone their re-queue as well (WORKING)."""
 
+    def job_postponed(self, job: Job, delay_ms: int) -> None:
+        """NACK ... DELAY (beyond Disque) holds a job for ``delay_ms``: the other nodes
+        that hold it must not queue it earlier either (POSTPONE)."""
+
     def queue_drained(self, q: Queue) -> None:
         """A GETJOB took the last job of a queue: federation may ask other nodes for
         more (NEEDJOBS)."""

@@ -17,7 +17,7 @@ from typing import Final
 from mypy_extensions import i64, mypyc_attr
 
 from disque_server import BUILD
-from disque_server.clock import now_ms, time_error_ms
+from disque_server.clock import now_ms
 
 # Job states, in Disque's order; the names are what SHOW and JSCAN STATE use.
 WAIT_REPL: Final = 1
@@ -44,6 +44,15 @@ WILLQUEUE_ADVANCE_MS: Final = 500
 
 _random_bytes: Final = random.Random().randbytes
 _b2a_base64: Final = binascii.b2a_base64
+_random: Final = random.random
+
+
+def time_error_ms(retry_s: int) -> int:
+    """The re-queue jitter (Disque's name): a random part added to a re-queue time,
+    so a job's owners do not all wake at once."""
+    return int(_random() * (500 if retry_s >= 5 else retry_s * 100))
+
+
 RANDOM_POOL_IDS: Final = 1024  # IDs' random parts drawn at once: one call, not one each
 
 

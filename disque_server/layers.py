@@ -17,7 +17,7 @@ from typing import Final
 # (modules, what the layer is for)
 LAYERS: Final[list[tuple[tuple[str, ...], str]]] = [
     (("__init__", "layers"), "the version strings; this map"),
-    (("clock",), "the node's clock (a C double in the compiled build), the re-queue jitter"),
+    (("clock",), "the node's clock (a C double in the compiled build), random picks"),
     (("log",), "the log file and its levels"),
     (("config",), "the directives: parsing, CONFIG GET/SET/REWRITE"),
     (("tls",), "config's TLS options as SSL contexts"),
@@ -44,6 +44,7 @@ LAYERS: Final[list[tuple[tuple[str, ...], str]]] = [
         "the append-only file and its checker; what the cron runs",
     ),
     (("eviction",), "what maxmemory frees: walks the jobs, the queues, the AOF buffers"),
+    (("state",), "what the node's parts share (NodeState): the server is one"),
     (
         ("client", "cluster"),
         "one client connection; this node's view of the cluster (bus, Disque's binary "

@@ -39,7 +39,7 @@ from disque_server.jobs.queue import PAUSED_IN, PAUSED_OUT
 
 if TYPE_CHECKING:
     from disque_server.jobs.queue import Queue
-    from disque_server.server import Server
+    from disque_server.state import NodeState
 
 ADDJOB_OUTCOMES: Final = (b"NOREPL", b"OOM", b"PAUSED", b"MAXLEN", b"ERR")
 MAX_REQUEST: Final = 8192  # bytes of request line and headers
@@ -51,7 +51,7 @@ _state: Final = attrgetter("state")
 class NodeCollector:
     """Reads the node's state when Prometheus scrapes (runs on the event loop)."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: NodeState) -> None:
         self.server = server
 
     def collect(self) -> Iterator[Metric]:
@@ -297,7 +297,7 @@ class NodeCollector:
 _body: Final = attrgetter("body")
 
 
-def registry_for(server: Server) -> CollectorRegistry:
+def registry_for(server: NodeState) -> CollectorRegistry:
     """The node's collector and the process' own (CPU, RSS, open files)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(NodeCollector(server))
@@ -378,7 +378,7 @@ class MetricsHTTP(asyncio.Protocol):
             self.transport.close()
 
 
-async def start(server: Server, client_hosts: list[str | None]) -> list[asyncio.AbstractServer]:
+async def start(server: NodeState, client_hosts: list[str | None]) -> list[asyncio.AbstractServer]:
     """Listen on metrics-port (HTTPS when the node has a certificate), on metrics-bind
     or else where the client port listens. The listeners, for the server to close."""
     config = server.config

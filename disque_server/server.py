@@ -48,6 +48,7 @@ from disque_server.memory import EVICT, Memory, without_peak_capacity
 from disque_server.output_limits import OutputLimits
 from disque_server.resp import LEAVING_ERROR
 from disque_server.slowlog import SlowLog
+from disque_server.state import NodeState
 from disque_server.stats import Stats
 from disque_server.watchdog import Watchdog
 
@@ -108,22 +109,23 @@ class NodeHooks(Hooks):
         self.server.request_shutdown(exit_code)
 
 
-class Server:
-    """One Disque node."""
+class Server(NodeState):
+    """One Disque node: builds the pieces the others share (state.NodeState) and runs
+    them: listeners, dispatch, the cron, shutdown."""
 
     def __init__(self, config: Config, log: Log) -> None:
         self.config = config
         self.log = log
-        self.loop: asyncio.AbstractEventLoop = asyncio.get_event_loop()
+        self.loop = asyncio.get_event_loop()
         self.start_time = time.time()
         self.clock_s = self.start_time  # time.time() as of the last cron tick
         self.run_id = os.urandom(20).hex()
         self.stats = Stats()
-        self.clients: dict[Client, None] = {}
+        self.clients = {}
         self.clients_to_flush: list[Client] = []  # (Client.flush_soon)
-        self.monitors: dict[Client, None] = {}
+        self.monitors = {}
         self.ctime_clock = CtimeClock()
-        self.hooks: Hooks = NodeHooks(self)  # before the layers that call it
+        self.hooks = NodeHooks(self)  # before the layers that call it
         self.memory = Memory(config)
         # What a job's life tells the cluster and the AOF (both built below).
         self.job_events = ClusterJobEvents()
@@ -131,8 +133,8 @@ class Server:
             self.hooks, self.job_events, self.memory, log, self.loop
         )
         self.cluster = self.job_events.cluster = Cluster(self)
-        self.commands: dict[bytes, Command] = build_table()
-        self.command_list: list[Command] = list(dict.fromkeys(self.commands.values()))
+        self.commands = build_table()
+        self.command_list = list(dict.fromkeys(self.commands.values()))
         self.slowlog = SlowLog(config["slowlog-max-len"])
         # Read by every command: kept here, not looked up in the config each time.
         self.slowlog_threshold_s = slowlog_threshold_s(config["slowlog-log-slower-than"])

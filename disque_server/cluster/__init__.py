@@ -35,7 +35,7 @@ from disque_server.listener import as_protocol
 from disque_server.resp import bulk_array
 
 if TYPE_CHECKING:
-    from disque_server.server import Server
+    from disque_server.state import NodeState
 
 FORGET_BLACKLIST_MS: Final = 60_000
 RECONNECT_ON_MESSAGE_MS: Final = 100  # a node we hear from but have no link to: retry this often
@@ -107,7 +107,7 @@ def valid_ip(ip: bytes) -> bool:
 
 
 class Cluster:
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: NodeState) -> None:
         self.server = server
         self.config_path = os.path.join(server.config["dir"], server.config["cluster-config-file"])
         self.nodes: dict[bytes, ClusterNode] = {}
@@ -355,6 +355,11 @@ class Cluster:
                 c_message = dialect.repljob_message(self.header(b"REPLJOB"), job, link.mark)
                 c_mark = link.mark
             link.send_clustermsgs_encoded([c_message])
+
+    def other_owners(self, job: Job) -> list[bytes]:
+        """The nodes besides this one that hold a copy of the job."""
+        me = self.myself.id
+        return [n for n in job.nodes_delivered if n != me]
 
     def send_to_ids(self, ids: Iterable[bytes], mtype: bytes, payload: list[bytes]) -> None:
         self.send_to_links([self.link_to(node_id) for node_id in ids], mtype, payload)

@@ -2,14 +2,16 @@
 over the bus (QUEUED, WORKING, WILLQUEUE, NEEDJOBS, SETACK), and to the AOF.
 
 The jobs package calls these directly: a re-queue is registry -> queue -> here
--> requeue.py, with no stop in the server.
+-> the cluster's links, with no stop in the server. What the other owners do
+with these messages is requeue.py's (the protocol) and gc.py's.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from disque_server.cluster import federation, gc, replication, requeue
+from disque_server.cluster import federation, gc, replication
+from disque_server.cluster.requeue import DELIVERY, NACK
 from disque_server.hooks import JobEvents
 from disque_server.job import WAIT_REPL
 
@@ -27,10 +29,20 @@ class ClusterJobEvents(JobEvents):
     aof: AOF
 
     def job_requeued(self, job: Job, nack: bool) -> None:
-        requeue.broadcast_queued(self.cluster, job, nack)
+        cluster = self.cluster
+        cluster.send_to_ids(
+            cluster.other_owners(job), b"QUEUED", [job.id, NACK if nack else DELIVERY]
+        )
 
     def job_working(self, job: Job) -> None:
-        requeue.broadcast_working(self.cluster, job)
+        cluster = self.cluster
+        cluster.send_batched_to_ids(cluster.other_owners(job), b"WORKING", job.id)
+
+    def job_postponed(self, job: Job, delay_ms: int) -> None:
+        """Nodes that do not know POSTPONE ignore it (their retry timer stands)."""
+        cluster = self.cluster
+        ids = cluster.other_owners(job)
+        cluster.send_batched_to_ids(ids, b"POSTPONE", job.id, b"%d" % delay_ms)
 
     def queue_drained(self, q: Queue) -> None:
         cluster = self.cluster
@@ -48,7 +60,8 @@ class ClusterJobEvents(JobEvents):
             replication.job_removed(cluster, job)
 
     def job_will_queue(self, job: Job) -> None:
-        requeue.send_willqueue(self.cluster, job)
+        cluster = self.cluster
+        cluster.send_to_ids(cluster.other_owners(job), b"WILLQUEUE", [job.id])
 
     def gc_started(self, job: Job) -> bool:
         return gc.start_gc(self.cluster, job)

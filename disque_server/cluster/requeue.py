@@ -15,8 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from disque_server.clock import now_ms, time_error_ms
-from disque_server.job import ACKED, FLAG_BCAST_WILLQUEUE, FLAG_NACK_DELAYED, QUEUED, Job
+from disque_server.clock import now_ms
+from disque_server.job import (
+    ACKED,
+    FLAG_BCAST_WILLQUEUE,
+    FLAG_NACK_DELAYED,
+    QUEUED,
+    Job,
+    time_error_ms,
+)
 
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster, Handler
@@ -41,29 +48,6 @@ def keeps_queued_copy(me: bytes, other: bytes, job_id: bytes) -> bool:
     compareNodeIDsByJob, the greater ID XORed with the job's random bits keeps it,
     so which node delivers again changes from job to job."""
     return job_rank(me, job_id) > job_rank(other, job_id)
-
-
-def other_owners(cluster: Cluster, job: Job) -> list[bytes]:
-    me = cluster.myself.id
-    return [n for n in job.nodes_delivered if n != me]
-
-
-def broadcast_queued(cluster: Cluster, job: Job, nack: bool) -> None:
-    cluster.send_to_ids(other_owners(cluster, job), b"QUEUED", [job.id, NACK if nack else DELIVERY])
-
-
-def send_willqueue(cluster: Cluster, job: Job) -> None:
-    cluster.send_to_ids(other_owners(cluster, job), b"WILLQUEUE", [job.id])
-
-
-def broadcast_working(cluster: Cluster, job: Job) -> None:
-    cluster.send_batched_to_ids(other_owners(cluster, job), b"WORKING", job.id)
-
-
-def broadcast_postpone(cluster: Cluster, job: Job, delay_ms: int) -> None:
-    """NACK ... DELAY (beyond Disque): no owner may queue the job before the delay.
-    Nodes that do not know POSTPONE ignore it (their retry timer stands)."""
-    cluster.send_batched_to_ids(other_owners(cluster, job), b"POSTPONE", job.id, b"%d" % delay_ms)
 
 
 def postpone(cluster: Cluster, job: Job) -> None:

@@ -20,7 +20,7 @@ from disque_server.memory import rss_bytes
 
 if TYPE_CHECKING:
     from disque_server.client import Client
-    from disque_server.server import Server
+    from disque_server.state import NodeState
 
 
 def human_bytes(n: float) -> str:
@@ -31,7 +31,7 @@ def human_bytes(n: float) -> str:
     return str(n)
 
 
-def section_server(s: Server) -> list[str]:
+def section_server(s: NodeState) -> list[str]:
     uptime = int(time.time() - s.start_time)
     uname = platform.uname()
     return [
@@ -58,7 +58,7 @@ def section_server(s: Server) -> list[str]:
     ] + ([f"unixsocket:{s.config['unixsocket']}"] if s.config["unixsocket"] else [])
 
 
-def section_clients(s: Server) -> list[str]:
+def section_clients(s: NodeState) -> list[str]:
     clients = list(s.clients)
     return [
         f"connected_clients:{len(clients)}",
@@ -68,7 +68,7 @@ def section_clients(s: Server) -> list[str]:
     ]
 
 
-def section_memory(s: Server) -> list[str]:
+def section_memory(s: NodeState) -> list[str]:
     m = s.memory
     s.eviction.sample_buffers()
     s.jobs.refresh_memory()
@@ -84,19 +84,19 @@ def section_memory(s: Server) -> list[str]:
     ]
 
 
-def section_jobs(s: Server) -> list[str]:
+def section_jobs(s: NodeState) -> list[str]:
     return [f"registered_jobs:{len(s.jobs)}"]
 
 
-def section_queues(s: Server) -> list[str]:
+def section_queues(s: NodeState) -> list[str]:
     return [f"registered_queues:{len(s.queues)}"]
 
 
-def section_persistence(s: Server) -> list[str]:
+def section_persistence(s: NodeState) -> list[str]:
     return s.aof.info_fields()
 
 
-def section_stats(s: Server) -> list[str]:
+def section_stats(s: NodeState) -> list[str]:
     st = s.stats
     return [
         f"total_connections_received:{st.connections_received}",
@@ -111,7 +111,7 @@ def section_stats(s: Server) -> list[str]:
     ]
 
 
-def section_cpu(s: Server) -> list[str]:
+def section_cpu(s: NodeState) -> list[str]:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return [
@@ -122,7 +122,7 @@ def section_cpu(s: Server) -> list[str]:
     ]
 
 
-def section_commandstats(s: Server) -> list[str]:
+def section_commandstats(s: NodeState) -> list[str]:
     lines = []
     for cmd in s.command_list:
         if cmd.calls:
@@ -134,14 +134,14 @@ def section_commandstats(s: Server) -> list[str]:
     return lines
 
 
-def section_latency(s: Server) -> list[str]:
+def section_latency(s: NodeState) -> list[str]:
     return [
         f"event_loop_max_stall_ms:{s.latency.max_stall_ms}",
         f"slowlog_len:{len(s.slowlog.entries)}",
     ]
 
 
-SECTIONS: Final[dict[str, Callable[[Server], list[str]]]] = {
+SECTIONS: Final[dict[str, Callable[[NodeState], list[str]]]] = {
     "server": section_server,
     "clients": section_clients,
     "memory": section_memory,
@@ -154,19 +154,19 @@ SECTIONS: Final[dict[str, Callable[[Server], list[str]]]] = {
 }
 
 
-def section_timers(s: Server) -> list[str]:
+def section_timers(s: NodeState) -> list[str]:
     return [*s.jobs.timer_fields(), f"cron_ticks:{s.stats.cron_ticks}"]
 
 
 # Beyond Disque, shown only when asked for by name (INFO latency, INFO timers).
-EXTRA_SECTIONS: Final[dict[str, Callable[[Server], list[str]]]] = {
+EXTRA_SECTIONS: Final[dict[str, Callable[[NodeState], list[str]]]] = {
     "latency": section_latency,
     "timers": section_timers,
 }
 DEFAULT: Final = [name for name in SECTIONS if name != "commandstats"]
 
 
-def info_text(s: Server, which: str = "default") -> str:
+def info_text(s: NodeState, which: str = "default") -> str:
     which = which.lower()
     if which in ("default", ""):
         names = DEFAULT

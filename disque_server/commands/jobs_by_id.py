@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disque_server.clock import now_ms
-from disque_server.cluster import gc, requeue
+from disque_server.cluster import gc
 from disque_server.commands.args import BADID, parse_ll, validate_job_ids
 from disque_server.job import (
     ACKED,
@@ -136,7 +136,7 @@ def working_command(c: Client, argv: list[bytes]) -> None:
         )
         return
     postpone_requeue(c, job, now)
-    requeue.broadcast_working(server.cluster, job)
+    server.job_events.job_working(job)
     c.reply(integer(job.retry))
 
 
@@ -186,7 +186,7 @@ def nack_delayed(c: Client, ids: list[bytes], delay_arg: bytes) -> None:
         job.flags |= FLAG_NACK_DELAYED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
         job.qtime = requeue_at
         server.jobs.update_awake(job)
-        requeue.broadcast_postpone(server.cluster, job, delay * 1000)
+        server.job_events.job_postponed(job, delay * 1000)
         nacked += 1
     c.reply(integer(nacked))
 

@@ -341,7 +341,7 @@ class Jobs:
             else:
                 nack = bool(job.flags & FLAG_NACK_DELAYED)  # NACK ... DELAY's re-queue
                 job.flags &= ~FLAG_NACK_DELAYED
-                self.queues.enqueue_job(job, nack)
+                self.queues.enqueue_job(job, nack, now)
         if job.state == QUEUED and job.qtime and job.qtime <= now and job.retry:
             job.flags |= FLAG_BCAST_WILLQUEUE
             job.qtime = job.requeue_at(now)
@@ -350,7 +350,7 @@ class Jobs:
             if job.id not in self.by_id:
                 return
         if job.id in self.by_id:
-            self.update_awake(job)
+            self.update_awake(job, now)
 
     # ---- scanning --------------------------------------------------------------
     def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:

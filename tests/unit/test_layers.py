@@ -7,11 +7,14 @@ test_import_order.py checks the imports; a module can still call upward without
 importing anything, as ``self.server.cluster.broadcast_queued(job)`` did from
 queue.py. This walk reads each module's source with ast and finds every attribute
 taken from a server object (``server.X``, ``self.server.X``, ``client.server.X``,
-and a name bound to one: a parameter annotated ``Server``, ``s = self.server``),
+and a name bound to one: a parameter annotated ``NodeState``, ``s = self.server``),
 then checks where X lives: in a module at or below the caller's layer, in the
 context every layer may read (the config, the log, the event loop, the clock, the
-node's run ID and start time), or the hooks. Anything else is the server's own
-(server.py, above them all)."""
+node's run ID and start time), or the hooks.
+
+Those modules see the server as a ``state.NodeState`` (never as ``Server``), so
+mypy already refuses the server's own methods and state there; this walk checks
+the pieces' layers, which one class cannot say."""
 
 from __future__ import annotations
 
@@ -37,6 +40,10 @@ OWNERS = {
     "latency": "latency",
     "ctime_clock": "job",
     "hooks": "hooks",
+    "job_events": "cluster",
+    "collector": "collector",
+    "watchdog": "watchdog",
+    "output_limits": "output_limits",
 }
 # Read by every layer: not a module's state.
 CONTEXT = {"config", "log", "loop", "clock_s", "run_id", "start_time"}
@@ -44,11 +51,11 @@ CONTEXT = {"config", "log", "loop", "clock_s", "run_id", "start_time"}
 
 def server_names(tree: ast.Module) -> set[str]:
     """The names a module gives a server object: ``server``, parameters annotated
-    ``Server``, and names assigned ``<something>.server``."""
+    ``NodeState``, and names assigned ``<something>.server``."""
     names = {"server"}
     for node in ast.walk(tree):
         if isinstance(node, ast.arg) and node.annotation is not None:
-            if ast.unparse(node.annotation).strip("'\"") == "Server":
+            if ast.unparse(node.annotation).strip("'\"") == "NodeState":
                 names.add(node.arg)
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
             if node.value.attr == "server":
@@ -116,7 +123,7 @@ def test_the_walk_sees_the_modules_below_the_server() -> None:
     assert "metrics" in modules
     assert "config" in server_attributes("cluster")  # (self.server.X)
     assert "acks" in server_attributes("jobs.blocking")  # (client.server.X)
-    assert "latency" in server_attributes("commands.info")  # (s: Server, s.X)
+    assert "latency" in server_attributes("commands.info")  # (s: NodeState, s.X)
     assert "latency" in server_attributes("metrics")  # (s = self.server, s.X)
 
 
@@ -134,10 +141,39 @@ def test_the_walk_finds_an_upward_reach() -> None:
     assert reaches_up("cluster", server_attributes("cluster", peer)) == {("cluster", "clients")}
     own = "def gone(cluster):\n    cluster.server.cluster.nodes.clear()\n"
     assert reaches_up("cluster.gc", server_attributes("cluster.gc", own)) == set()
-    info = "def section(s: Server):\n    return [s.config, s.streak_calls]\n"
+    info = "def section(s: NodeState):\n    return [s.config, s.streak_calls]\n"
     assert reaches_up("commands.info", server_attributes("commands.info", info)) == {
         ("commands.info", "streak_calls")
     }
+
+
+def node_state_attributes() -> set[str]:
+    tree = ast.parse(MODULES["state"].read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "NodeState")
+    return {
+        n.target.id
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    }
+
+
+def test_each_piece_of_the_node_state_has_its_layer() -> None:
+    assert node_state_attributes() == set(OWNERS) | CONTEXT
+
+
+def test_no_module_below_the_server_imports_or_types_server() -> None:
+    """They type the server as a NodeState: the name Server never appears in them,
+    in an import, an annotation or a string."""
+    found = []
+    for module in below_the_server():
+        for node in ast.walk(ast.parse(MODULES[module].read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "disque_server.server":
+                found.append((module, "import"))
+            elif isinstance(node, ast.Name) and node.id == "Server":
+                found.append((module, "name"))
+            elif isinstance(node, ast.Constant) and node.value == "Server":
+                found.append((module, "string annotation"))
+    assert not found
 
 
 def test_no_module_below_the_server_reaches_above_it_or_a_peer_but_through_hooks() -> None:
