@@ -116,7 +116,7 @@ def test_one_queued_copy_after_a_retry_on_a_freshly_restarted_node(start_cluster
         restarted.kill()
         restarted.start()
         queue = f"q{attempt}"
-        jid = restarted.call("ADDJOB", queue, "myjob", "5000", "REPLICATE", "3", "RETRY", "5")
+        jid = restarted.call("ADDJOB", queue, "myjob", "5000", "REPLICATE", "3", "RETRY", "2")
         got = restarted.call("GETJOB", "FROM", queue)
         assert got[0][1] == jid
 
@@ -124,7 +124,7 @@ def test_one_queued_copy_after_a_retry_on_a_freshly_restarted_node(start_cluster
             return [n for n in cluster if as_dict(n.call("SHOW", jid)).get(b"state") == b"queued"]
 
         wait_for(queued_on, 20, message=f"try {attempt}: the job queued again after its RETRY")
-        # Give a second owner's re-queue time to show (its timer has the same 5 s).
+        # Give a second owner's re-queue time to show (its timer has the same 2 s).
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
             where = queued_on()

@@ -81,8 +81,11 @@ def test_config_set_appendonly_creates_the_file_from_current_state(start_node):
 
 def test_bgrewriteaof_under_load_loses_nothing(start_node):
     node = start_node(config=AOF_ALWAYS)
-    for i in range(2000):
-        node.call("ADDJOB", "q", f"j{i}", "0")
+    with node.client() as c:  # pipelined: one fsync a batch, not one a job
+        pipe = c.pipeline(transaction=False)
+        for i in range(2000):
+            pipe.execute_command("ADDJOB", "q", f"j{i}", "0")
+        pipe.execute()
     stop = threading.Event()
     added: list[bytes] = []
 
@@ -94,6 +97,7 @@ def test_bgrewriteaof_under_load_loses_nothing(start_node):
     writer = threading.Thread(target=load)
     writer.start()
     try:
+        wait_for(lambda: len(added) >= 50, 10, message="the writer under way")
         assert node.call("BGREWRITEAOF")  # redis-py turns the status into True
         assert "Background append only file rewriting started" in node.log()
         wait_for(
@@ -125,7 +129,11 @@ def aof_records(node: Node) -> list[list[bytes]]:
 
 def test_a_rewrite_writes_each_job_once(start_node):
     node = start_node(config=AOF_ALWAYS)
-    ids = {node.call("ADDJOB", "q", f"j{i}", "0") for i in range(20000)}
+    with node.client() as c:  # pipelined: one fsync a batch, not one a job
+        pipe = c.pipeline(transaction=False)
+        for i in range(20000):
+            pipe.execute_command("ADDJOB", "q", f"j{i}", "0")
+        ids = set(pipe.execute())
     node.call("ACKJOB", *list(ids)[:100])
     assert node.call("BGREWRITEAOF")
     wait_for(lambda: not node.info("persistence")["aof_rewrite_in_progress"], 30, message="rewrite")
