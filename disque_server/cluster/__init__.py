@@ -1,10 +1,11 @@
-"""This node's view of the cluster: membership, failure detection, dispatch.
+"""This node's view of the cluster: its nodes, nodes.conf, links, dispatch.
 
 The node ID (40 hex digits) is created at first start and kept with the
 known peers in ``cluster-config-file`` (rewritten atomically), so a
 restarted node rejoins by itself. The job side of the Disque state machine
 lives in sibling modules, one per part of the README:
 
+- ``membership``   MEET PING PONG FAIL, gossip: who is up (PFAIL, FAIL)
 - ``replication``  REPLJOB GOTJOB ENQUEUE: synchronous/async replication
 - ``requeue``      WILLQUEUE QUEUED WORKING: one re-queue, not one per owner
 - ``gc``           SETACK GOTACK DELJOB: acknowledgement garbage collection
@@ -16,7 +17,6 @@ lives in sibling modules, one per part of the README:
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import ssl
 from collections import defaultdict
@@ -24,11 +24,24 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final, cast
 
 from disque_server import tls
-from disque_server.clock import now_ms, pick
-from disque_server.cluster import dialect, federation, gc, replication, requeue
+from disque_server.clock import now_ms
+from disque_server.cluster import dialect, federation, gc, membership, replication, requeue
 from disque_server.cluster.bus import BusLink
 from disque_server.cluster.dialect import C_NODE
-from disque_server.cluster.node import FAIL, HANDSHAKE, LEAVING, MYSELF, PFAIL, ClusterNode
+from disque_server.cluster.node import (
+    FAIL,
+    FAILING,
+    HANDSHAKE,
+    LEAVING,
+    MYSELF,
+    NOT_CANDIDATE,
+    PFAIL,
+    ClusterNode,
+    parse_port_field,
+    valid_ip,
+    valid_node_id,
+    valid_port,
+)
 from disque_server.config import Config, ConfigError, atomic_write
 from disque_server.job import Job, job_to_fields
 from disque_server.listener import as_protocol
@@ -40,70 +53,12 @@ if TYPE_CHECKING:
 FORGET_BLACKLIST_MS: Final = 60_000
 RECONNECT_ON_MESSAGE_MS: Final = 100  # a node we hear from but have no link to: retry this often
 REACH_AT_START_S: Final = 0.5  # how long a starting node waits for its links to its peers
-GOSSIP_ENTRIES: Final = 10
 
 Handler = Callable[["Cluster", ClusterNode, BusLink, list[bytes]], None]
 
 
 def new_node_id() -> bytes:
     return os.urandom(20).hex().encode()
-
-
-# ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) --------
-_HEX_DIGITS: Final = frozenset(b"0123456789abcdef")
-FAILING: Final = frozenset((PFAIL, FAIL))
-NOT_CANDIDATE: Final = frozenset((PFAIL, FAIL, HANDSHAKE, LEAVING))
-
-
-def valid_node_id(node_id: bytes) -> bool:
-    return len(node_id) == 40 and _HEX_DIGITS.issuperset(node_id)
-
-
-def valid_port(port: bytes) -> bool:
-    """A client port whose bus port (port + 10000) exists too."""
-    return port.isdigit() and len(port) <= 5 and 0 < int(port) <= 55535
-
-
-def parse_port_field(field: bytes) -> tuple[int, int] | None:
-    """``port`` or ``port@busport`` (a bus port other than port + 10000): the client
-    port and the bus port (0 for port + 10000), or None when invalid."""
-    port, at, bus = field.partition(b"@")
-    if not valid_port(port):
-        return None
-    if not at:
-        return int(port), 0
-    if not bus.isdigit() or len(bus) > 5 or not 0 < int(bus) < 65536:
-        return None
-    return int(port), (0 if int(bus) == int(port) + 10000 else int(bus))
-
-
-def gossipable(node: ClusterNode) -> bool:
-    """A node gossip can tell others about: with an address, past its handshake."""
-    return bool(node.ip) and HANDSHAKE not in node.flags
-
-
-GOSSIP_FLAGS: Final = (FAIL, LEAVING, PFAIL)  # in the order gossip lists them
-
-
-def gossip_flags(node: ClusterNode) -> bytes:
-    """The flags gossip carries (failing, leaving) as "a,b", or "-" for none."""
-    if not node.flags:
-        return b"-"
-    return ",".join(f for f in GOSSIP_FLAGS if f in node.flags).encode() or b"-"
-
-
-def port_field(node: ClusterNode) -> bytes:
-    """A node's ports in gossip: as Disque's (the port) unless its bus port is not
-    port + 10000; nodes that do not know the @ form skip such an entry."""
-    return b"%d@%d" % (node.port, node.cport) if node.cport else b"%d" % node.port
-
-
-def valid_ip(ip: bytes) -> bool:
-    try:
-        ipaddress.ip_address(ip.decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        return False
-    return True
 
 
 class Cluster:
@@ -301,7 +256,7 @@ class Cluster:
         node.link = link
         # MEET makes the peer add us; a peer that already answered us knows us.
         mtype = b"MEET" if HANDSHAKE in node.flags or not node.pong_received else b"PING"
-        self.send(node, mtype, self.gossip_payload(node))
+        self.send(node, mtype, membership.gossip_payload(self, node))
 
     def header(self, mtype: bytes) -> list[bytes]:
         return [
@@ -522,7 +477,7 @@ class Cluster:
             return False
         return True
 
-    # ---- membership: MEET PING PONG FAIL and gossip -----------------------------------
+    # ---- CLUSTER MEET (the rest of membership: membership.py) ------------------------
     def meet(self, ip: str, port: int, bus_port: int) -> str | None:
         """CLUSTER MEET: start a handshake with the bus at `bus_port`; the peer's real
         ID arrives with its PONG.
@@ -547,162 +502,12 @@ class Cluster:
         self.connect(node)
         return None
 
-    def gossip_payload(self, target: ClusterNode) -> list[bytes]:
-        """A few other nodes we know, with their flags: spreads membership and failures.
-        GOSSIP_ENTRIES picked at random, plus every node we see failing (as Redis
-        Cluster does), so that failure reports reach a majority quickly.
-
-        One more element after the entries: our own TLS client port (0 for
-        none), so HELLO over TLS can list every node's TLS port."""
-        known = list(self.nodes.values())
-        picked = pick(known, GOSSIP_ENTRIES + 2)
-        others = [n for n in picked if n is not target and gossipable(n)][:GOSSIP_ENTRIES]
-        if len(others) < GOSSIP_ENTRIES and len(picked) < len(known):
-            # Many in handshake: pick among those that can be told about.
-            others = pick([n for n in known if n is not target and gossipable(n)], GOSSIP_ENTRIES)
-        if self.failing_known:
-            others += [n for n in known if n.flags & FAILING and n not in others]
-        payload: list[bytes] = []
-        for n in others:
-            payload += [n.id, n.ip.encode(), port_field(n), gossip_flags(n)]
-        payload.append(b"%d" % self.myself.tls_port)
-        payload += self.announced
-        return payload
-
-    def learn_tls_port(self, sender: ClusterNode, payload: list[bytes]) -> None:
-        """The elements after the gossip entries: the TLS port, then, from a node that
-        announces its address (NAT), its IP (empty: the one we see) and bus port."""
-        extra = len(payload) % 4
-        if extra in (1, 3):
-            port = payload[-extra]
-            sender.tls_port = int(port) if port != b"0" and valid_port(port) else 0
-        if extra == 3:
-            self.learn_announced(sender, payload[-2], payload[-1])
-
-    def process_gossip(self, sender: ClusterNode, payload: list[bytes]) -> None:
-        now = now_ms()
-        nodes = self.nodes
-        for i in range(0, len(payload) - 3, 4):
-            node_id = payload[i]
-            node = nodes.get(node_id)
-            if node is None:
-                self.gossip_about_new(payload[i + 1], payload[i + 2], node_id, now)
-                continue
-            if node is self.myself:
-                continue
-            flags = payload[i + 3]
-            if flags != b"-" and (b"pfail" in flags or b"fail" in flags):
-                node.fail_reports[sender.id] = now
-            elif node.fail_reports:
-                node.fail_reports.pop(sender.id, None)
-
-    def gossip_about_new(self, ip: bytes, port: bytes, node_id: bytes, now: int) -> None:
-        """A node gossip names that we do not know: add it and connect (what peers say
-        ends up in nodes.conf, so it is checked first)."""
-        ports = parse_port_field(port)
-        if (
-            ports is None
-            or not valid_node_id(node_id)
-            or self.blacklisted(node_id)
-            or not valid_ip(ip)
-        ):
-            return
-        node = ClusterNode(node_id, ip.decode(errors="replace"), *ports)
-        node.last_seen = now
-        self.nodes[node_id] = node
-        self.server.log.notice("Discovered node %s via gossip", node_id[:8].decode())
-        self.save_config()
-        self.connect(node)
-
-    # ---- failure detection and the cluster cron ---------------------------------------
     def cron(self, now: int) -> None:
-        """The ping schedule: a node is pinged when nothing came from it for half the
-        node timeout, or no PONG for twice the timeout; a node we flag PFAIL makes
-        us ping every other node at once.
-
-        Disque pings each node whose last PONG is older than half the timeout (so
-        both ends of a pair ping each other), and once a second one of five
-        random nodes, to keep gossip flowing. Each message is a wake-up of the
-        receiving process, which costs a Python process several times what it
-        costs C, and an idle cluster's bus is nearly all pings. Here any message
-        says its sender is up, so one PING a pair answers for both ends most of
-        the time; the PONG rule still tests our own link to every node, less
-        often (at the timeout, it had each end ping the other). PFAIL is
-        as Disque's: nothing heard for the node timeout. No random pings: what
-        they did for failure reports, the pings on a new PFAIL do at once (gossip
-        names every failing node), so a majority agrees on FAIL as soon as it
-        sees the node failing; membership needs them no more than that (a
-        discovered node is linked and pinged at once). An idle bus carries less
-        than half of Disque's messages."""
-        timeout = self.server.config["cluster-node-timeout"]
-        ping_after = max(50, timeout // 2)
-        new_pfail = False
-        failing = 0
-        for node in list(self.nodes.values()):
-            if node is self.myself:
-                continue
-            if HANDSHAKE in node.flags:
-                if now - node.ctime > max(timeout, 2000):
-                    self.drop(node)
-                    continue
-            if node.link is None:
-                if not node.connecting and now - node.connect_attempt >= min(1000, timeout // 2):
-                    self.connect(node)
-            elif node.ping_sent:
-                if now - node.ping_sent > timeout // 2:
-                    # No PONG for half the node timeout: the link may be dead while TCP
-                    # still retries; drop it and connect again (as Disque's cron does).
-                    node.link.close()
-                    node.link = None
-                    node.ping_sent = 0
-            elif HANDSHAKE not in node.flags and (
-                now - node.last_seen >= ping_after or now - node.pong_received >= 2 * timeout
-            ):
-                self.ping(node, now)
-            if HANDSHAKE in node.flags:
-                continue
-            if now - node.last_seen > timeout and not node.flags & FAILING:
-                node.flags.add(PFAIL)
-                self.candidates_stale = True
-                new_pfail = True
-                self.server.log.notice("Node %s is possibly failing (PFAIL)", node.id[:8].decode())
-            if node.flags & FAILING:
-                failing += 1
-                if FAIL not in node.flags:
-                    self.check_fail(node, now, timeout)
-        self.failing_known = failing > 0
-        if new_pfail:
-            self.ping_all(now)
+        """Membership's pings and failure detection, then replication's and
+        federation's timers."""
+        membership.cron(self, now)
         replication.cron(self, now)
         federation.cron(self, now)
-
-    def ping(self, node: ClusterNode, now: int) -> None:
-        if self.send(node, b"PING", self.gossip_payload(node)):
-            node.ping_sent = now
-
-    def ping_all(self, now: int) -> None:
-        """A PING to every node we can ping now: our failure reports, at once."""
-        for node in list(self.nodes.values()):
-            if (
-                node is not self.myself
-                and node.link is not None
-                and not node.ping_sent
-                and not node.flags & FAILING
-                and HANDSHAKE not in node.flags
-            ):
-                self.ping(node, now)
-
-    def check_fail(self, node: ClusterNode, now: int, timeout: int) -> None:
-        """PFAIL becomes FAIL when a majority of the nodes sees it failing."""
-        reports = sum(1 for t in node.fail_reports.values() if now - t <= timeout * 2)
-        if reports + 1 >= self.size // 2 + 1:
-            node.flags.discard(PFAIL)
-            node.flags.add(FAIL)
-            self.candidates_stale = True
-            self.server.log.notice(
-                "Marking node %s as failing (quorum reached)", node.id[:8].decode()
-            )
-            self.broadcast(b"FAIL", [node.id])
 
     def drop(self, node: ClusterNode) -> None:
         self.nodes.pop(node.id, None)
@@ -853,48 +658,14 @@ class Cluster:
         if leaving:
             self.server.hooks.leaving_started()
         for node in self.reachable_nodes():  # tell everybody now, not at the next PING
-            self.send(node, b"PING", self.gossip_payload(node))
+            self.send(node, b"PING", membership.gossip_payload(self, node))
 
 
 # ---- message handlers: membership --------------------------------------------------------
 
 
-def on_meet(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
-    if node.ip == "" and link.peer_ip:
-        node.ip = link.peer_ip
-    link.send(cluster.header(b"PONG") + cluster.gossip_payload(node))
-    cluster.learn_tls_port(node, payload)
-    cluster.process_gossip(node, payload)
-    if node.link is None:
-        cluster.connect(node)
-
-
-def on_ping(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
-    link.send(cluster.header(b"PONG") + cluster.gossip_payload(node))
-    cluster.learn_tls_port(node, payload)
-    cluster.process_gossip(node, payload)
-
-
-def on_pong(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
-    node.pong_received = now_ms()
-    node.ping_sent = 0
-    cluster.learn_tls_port(node, payload)
-    cluster.process_gossip(node, payload)
-
-
-def on_fail(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
-    failing = cluster.nodes.get(payload[0])
-    if failing is not None and failing is not cluster.myself and not failing.flags & {FAIL}:
-        failing.flags.discard(PFAIL)
-        failing.flags.add(FAIL)
-        cluster.candidates_stale = True
-
-
 HANDLERS: Final[dict[bytes, Handler]] = {
-    b"MEET": on_meet,
-    b"PING": on_ping,
-    b"PONG": on_pong,
-    b"FAIL": on_fail,
+    **membership.HANDLERS,
     **replication.HANDLERS,
     **requeue.HANDLERS,
     **gc.HANDLERS,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -12,6 +13,41 @@ FAIL: Final = "fail"
 LEAVING: Final = "leaving"
 HANDSHAKE: Final = "handshake"
 MYSELF: Final = "myself"
+
+# ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) ----------
+_HEX_DIGITS: Final = frozenset(b"0123456789abcdef")
+FAILING: Final = frozenset((PFAIL, FAIL))
+NOT_CANDIDATE: Final = frozenset((PFAIL, FAIL, HANDSHAKE, LEAVING))
+
+
+def valid_node_id(node_id: bytes) -> bool:
+    return len(node_id) == 40 and _HEX_DIGITS.issuperset(node_id)
+
+
+def valid_port(port: bytes) -> bool:
+    """A client port whose bus port (port + 10000) exists too."""
+    return port.isdigit() and len(port) <= 5 and 0 < int(port) <= 55535
+
+
+def parse_port_field(field: bytes) -> tuple[int, int] | None:
+    """``port`` or ``port@busport`` (a bus port other than port + 10000): the client
+    port and the bus port (0 for port + 10000), or None when invalid."""
+    port, at, bus = field.partition(b"@")
+    if not valid_port(port):
+        return None
+    if not at:
+        return int(port), 0
+    if not bus.isdigit() or len(bus) > 5 or not 0 < int(bus) < 65536:
+        return None
+    return int(port), (0 if int(bus) == int(port) + 10000 else int(bus))
+
+
+def valid_ip(ip: bytes) -> bool:
+    try:
+        ipaddress.ip_address(ip.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return True
 
 
 class ClusterNode:
