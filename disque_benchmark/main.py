@@ -12,14 +12,18 @@ The client side is built not to be the bottleneck: asyncio (uvloop when
 installed) protocols with hiredis, and --processes N spreads the clients
 over N OS processes whose latency histograms are merged.
 
+The command line is parsed with typer, as disque-worker and disque-tui do
+(like redis-benchmark, `-h` is the host; the help is `--help`).
+
 Exit status: 0 when the run completed with no error and (with -n) every
-produced job was consumed; 1 on an error, a lost job or a connection
-failure; 2 on a bad command line; 130 when interrupted.
+produced job was consumed; 1 on an error, a lost job, a connection failure
+or an option's value out of range; 2 on a command line that does not parse
+(an unknown option, a value that is not a number, a bad HOST:PORT); 130 when
+interrupted.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import multiprocessing
@@ -30,8 +34,12 @@ import socket
 import sys
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from types import SimpleNamespace
+from typing import Annotated, Any, Literal, NamedTuple
+
+import typer
 
 from disque.protocol import PRIORITY_FAILING, HelloError, parse_hello
 from disque_benchmark.hist import Histogram
@@ -58,7 +66,7 @@ GETJOB_TIMEOUT_MS = 1000
 
 EXAMPLES = """\
 examples:
-  disque-benchmark                                  100,000 jobs, 25 producers, 25 consumers
+  disque-benchmark                  # 100,000 jobs, 25 producers, 25 consumers
   disque-benchmark -p 7712 -n 1000000 -P 16 --processes 2
   disque-benchmark --replicate 3 --async --duration 30
   disque-benchmark --producer-node 127.0.0.1:7711 --consumer-node 127.0.0.1:7712
@@ -75,184 +83,250 @@ shows up in them (no coordinated omission).
 "lost": n|null, "duplicates": n|null, ...}; latencies are null with no samples."""
 
 
-class UsageError(Exception):
-    """A bad command line: one line on stderr, exit code 2."""
-
-
 class BenchError(Exception):
-    """The run failed: one line on stderr, exit code 1."""
+    """The run failed, or an option's value is out of range: one line on stderr, exit
+    code 1."""
 
 
 # --------------------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------------------
 
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["--help"]},  # -h is the host, as in redis-cli
+)
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+# The panels of --help (argparse's argument groups before typer).
+WHERE, LOAD, JOBS, RUN = "Where", "Load", "Jobs", "Run"
 
 
-def address(text: str) -> tuple[str, int]:
+class Address(NamedTuple):
+    host: str
+    port: int
+
+
+def address(text: str) -> Address:
+    """HOST:PORT, the value of --node, --producer-node and --consumer-node."""
     host, sep, port = text.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
-    return host, int(port)
+        raise typer.BadParameter(f"expected HOST:PORT, got {text!r}")
+    return Address(host, int(port))
 
 
-def build_parser() -> Parser:
-    p = Parser(
-        prog=PROG,
-        add_help=False,
-        description=__doc__.split("\n\n")[0],
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    where = p.add_argument_group("where")
-    where.add_argument(
-        "-h", "--host", default=DEFAULT_HOST, help=f"seed node host (default {DEFAULT_HOST})"
-    )
-    where.add_argument(
-        "-p",
-        "--port",
-        type=int,
-        default=DEFAULT_PORT,
-        help=f"seed node port (default {DEFAULT_PORT})",
-    )
-    where.add_argument(
-        "--node",
-        action="append",
-        type=address,
-        metavar="HOST:PORT",
-        help="use this node (repeat for more) instead of discovering the cluster with HELLO",
-    )
-    where.add_argument(
-        "--producer-node",
-        action="append",
-        type=address,
-        metavar="HOST:PORT",
-        help="put producers on these nodes only (repeatable)",
-    )
-    where.add_argument(
-        "--consumer-node",
-        action="append",
-        type=address,
-        metavar="HOST:PORT",
-        help="put consumers on these nodes only (repeatable)",
-    )
-    where.add_argument("-a", "--auth", metavar="PASSWORD", help="password (AUTH)")
+def show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"{PROG} {__version__}")
+        raise typer.Exit()
 
-    load = p.add_argument_group("load")
-    load.add_argument(
-        "-c",
-        "--clients",
-        type=int,
-        default=DEFAULT_CLIENTS,
-        metavar="N",
-        help="connections, half producers and half consumers (default 50)",
-    )
-    load.add_argument(
-        "--producers", type=int, metavar="N", help="producer connections (overrides -c)"
-    )
-    load.add_argument(
-        "--consumers",
-        type=int,
-        metavar="N",
-        help="consumer connections (overrides -c; 0: only add jobs)",
-    )
-    load.add_argument(
-        "-n",
-        "--jobs",
-        type=int,
-        metavar="N",
-        help=f"jobs to add (default {DEFAULT_JOBS:,}, or no limit with --duration)",
-    )
-    load.add_argument(
-        "--duration", type=float, metavar="SECS", help="stop adding jobs after SECS seconds"
-    )
-    load.add_argument(
-        "-d",
-        "--body-size",
-        type=int,
-        default=DEFAULT_BODY,
-        metavar="BYTES",
-        help=f"job body size, at least {MIN_BODY} (default {DEFAULT_BODY})",
-    )
-    load.add_argument(
-        "-P",
-        "--pipeline",
-        type=int,
-        default=1,
-        metavar="N",
-        help="ADDJOBs in flight per producer, and GETJOB COUNT (default 1)",
-    )
-    load.add_argument("--count", type=int, metavar="N", help="GETJOB COUNT (default: the -P value)")
-    load.add_argument(
-        "--rate",
-        type=float,
-        metavar="JOBS/S",
-        help="pace the producers to this many jobs per second in all",
-    )
-    load.add_argument(
-        "--processes",
-        type=int,
-        default=1,
-        metavar="N",
-        help="spread the connections over N OS processes (default 1)",
-    )
-    load.add_argument(
-        "--idle",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also hold N idle connections open during the run",
+
+def opt(
+    panel: str,
+    *names: str,
+    help: str,
+    metavar: str | None = None,
+    parser: Callable[[str], Any] | None = None,
+) -> Any:
+    """An option shown in the help's `panel`; its help says its default itself, as
+    redis-benchmark's does."""
+    return typer.Option(
+        *names, help=help, metavar=metavar, parser=parser, rich_help_panel=panel, show_default=False
     )
 
-    jobs = p.add_argument_group("jobs")
-    jobs.add_argument(
-        "--queue", metavar="NAME", help="queue name (default: bench:<run tag>, new for every run)"
-    )
-    jobs.add_argument(
-        "--queues",
-        type=int,
-        default=1,
-        metavar="N",
-        help="spread the jobs over N queues NAME:0 ... NAME:N-1 (default 1)",
-    )
-    jobs.add_argument("--replicate", type=int, metavar="N", help="ADDJOB REPLICATE N")
-    jobs.add_argument("--async", dest="asynchronous", action="store_true", help="ADDJOB ASYNC")
-    jobs.add_argument("--retry", type=int, metavar="SECS", help="ADDJOB RETRY SECS")
-    jobs.add_argument("--ttl", type=int, metavar="SECS", help="ADDJOB TTL SECS")
-    jobs.add_argument(
-        "--addjob-timeout",
-        type=int,
-        default=5000,
-        metavar="MS",
-        help="ADDJOB ms-timeout for synchronous replication (default 5000)",
-    )
-    jobs.add_argument(
-        "--ack",
-        choices=("normal", "fast"),
-        default="normal",
-        help="acknowledge with ACKJOB (normal, default) or FASTACK (fast)",
-    )
 
-    run = p.add_argument_group("run")
-    run.add_argument(
-        "--drain-timeout",
-        type=float,
-        default=30.0,
-        metavar="SECS",
-        help="after the producers finish, wait at most SECS for the consumers (default 30)",
-    )
-    run.add_argument("--json", action="store_true", help="print the result as JSON")
-    run.add_argument(
-        "-q", "--quiet", action="store_true", help="no progress display: the final summary only"
-    )
-    run.add_argument("--help", action="help", help="show this help and exit")
-    run.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    return p
+@app.command(help=__doc__.split("\n\n")[0], epilog=EXAMPLES)
+def benchmark(
+    ctx: typer.Context,
+    host: Annotated[
+        str,
+        opt(WHERE, "-h", "--host", metavar="HOST", help=f"seed node host (default {DEFAULT_HOST})"),
+    ] = DEFAULT_HOST,
+    port: Annotated[
+        int,
+        opt(WHERE, "-p", "--port", metavar="PORT", help=f"seed node port (default {DEFAULT_PORT})"),
+    ] = DEFAULT_PORT,
+    node: Annotated[
+        list[Address] | None,
+        opt(
+            WHERE,
+            "--node",
+            metavar="HOST:PORT",
+            parser=address,
+            help="use this node (repeat for more) instead of discovering the cluster with HELLO",
+        ),
+    ] = None,
+    producer_node: Annotated[
+        list[Address] | None,
+        opt(
+            WHERE,
+            "--producer-node",
+            metavar="HOST:PORT",
+            parser=address,
+            help="put producers on these nodes only (repeatable)",
+        ),
+    ] = None,
+    consumer_node: Annotated[
+        list[Address] | None,
+        opt(
+            WHERE,
+            "--consumer-node",
+            metavar="HOST:PORT",
+            parser=address,
+            help="put consumers on these nodes only (repeatable)",
+        ),
+    ] = None,
+    auth: Annotated[
+        str | None, opt(WHERE, "-a", "--auth", metavar="PASSWORD", help="password (AUTH)")
+    ] = None,
+    clients: Annotated[
+        int,
+        opt(
+            LOAD,
+            "-c",
+            "--clients",
+            metavar="N",
+            help=f"connections, half producers and half consumers (default {DEFAULT_CLIENTS})",
+        ),
+    ] = DEFAULT_CLIENTS,
+    producers: Annotated[
+        int | None,
+        opt(LOAD, "--producers", metavar="N", help="producer connections (overrides -c)"),
+    ] = None,
+    consumers: Annotated[
+        int | None,
+        opt(
+            LOAD,
+            "--consumers",
+            metavar="N",
+            help="consumer connections (overrides -c; 0: only add jobs)",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        opt(
+            LOAD,
+            "-n",
+            "--jobs",
+            metavar="N",
+            help=f"jobs to add (default {DEFAULT_JOBS:,}, or no limit with --duration)",
+        ),
+    ] = None,
+    duration: Annotated[
+        float | None,
+        opt(LOAD, "--duration", metavar="SECS", help="stop adding jobs after SECS seconds"),
+    ] = None,
+    body_size: Annotated[
+        int,
+        opt(
+            LOAD,
+            "-d",
+            "--body-size",
+            metavar="BYTES",
+            help=f"job body size, at least {MIN_BODY} (default {DEFAULT_BODY})",
+        ),
+    ] = DEFAULT_BODY,
+    pipeline: Annotated[
+        int,
+        opt(
+            LOAD,
+            "-P",
+            "--pipeline",
+            metavar="N",
+            help="ADDJOBs in flight per producer, and GETJOB COUNT (default 1)",
+        ),
+    ] = 1,
+    count: Annotated[
+        int | None, opt(LOAD, "--count", metavar="N", help="GETJOB COUNT (default: the -P value)")
+    ] = None,
+    rate: Annotated[
+        float | None,
+        opt(
+            LOAD,
+            "--rate",
+            metavar="JOBS/S",
+            help="pace the producers to this many jobs per second in all",
+        ),
+    ] = None,
+    processes: Annotated[
+        int,
+        opt(
+            LOAD,
+            "--processes",
+            metavar="N",
+            help="spread the connections over N OS processes (default 1)",
+        ),
+    ] = 1,
+    idle: Annotated[
+        int,
+        opt(LOAD, "--idle", metavar="N", help="also hold N idle connections open during the run"),
+    ] = 0,
+    queue: Annotated[
+        str | None,
+        opt(
+            JOBS,
+            "--queue",
+            metavar="NAME",
+            help="queue name (default: bench:<run tag>, new for every run)",
+        ),
+    ] = None,
+    queues: Annotated[
+        int,
+        opt(
+            JOBS,
+            "--queues",
+            metavar="N",
+            help="spread the jobs over N queues NAME:0 ... NAME:N-1 (default 1)",
+        ),
+    ] = 1,
+    replicate: Annotated[
+        int | None, opt(JOBS, "--replicate", metavar="N", help="ADDJOB REPLICATE N")
+    ] = None,
+    asynchronous: Annotated[bool, opt(JOBS, "--async", help="ADDJOB ASYNC")] = False,
+    retry: Annotated[
+        int | None, opt(JOBS, "--retry", metavar="SECS", help="ADDJOB RETRY SECS")
+    ] = None,
+    ttl: Annotated[int | None, opt(JOBS, "--ttl", metavar="SECS", help="ADDJOB TTL SECS")] = None,
+    addjob_timeout: Annotated[
+        int,
+        opt(
+            JOBS,
+            "--addjob-timeout",
+            metavar="MS",
+            help="ADDJOB ms-timeout for synchronous replication (default 5000)",
+        ),
+    ] = 5000,
+    ack: Annotated[
+        Literal["normal", "fast"],
+        opt(JOBS, "--ack", help="acknowledge with ACKJOB (normal, default) or FASTACK (fast)"),
+    ] = "normal",
+    drain_timeout: Annotated[
+        float,
+        opt(
+            RUN,
+            "--drain-timeout",
+            metavar="SECS",
+            help="after the producers finish, wait at most SECS for the consumers (default 30)",
+        ),
+    ] = 30.0,
+    json: Annotated[bool, opt(RUN, "--json", help="print the result as JSON")] = False,
+    quiet: Annotated[
+        bool, opt(RUN, "-q", "--quiet", help="no progress display: the final summary only")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=show_version,
+            is_eager=True,
+            help="show program's version number and exit",
+            rich_help_panel=RUN,
+        ),
+    ] = False,
+) -> None:
+    # Every option is in ctx.params, under its parameter's name.
+    raise typer.Exit(start(ctx.params))
 
 
 @dataclass
@@ -286,39 +360,55 @@ class Options:
     tag: str = field(default_factory=lambda: secrets.token_hex(4))
 
 
-def parse_args(argv: list[str] | None) -> Options:
-    """Parse and check the command line: UsageError for what argparse rejects (exit 2),
-    BenchError for values out of range (exit 1)."""
-    a = build_parser().parse_args(argv)
+def need(ok: bool, message: str) -> None:
+    """A value out of range: BenchError (exit status 1) unless ok."""
+    if not ok:
+        raise BenchError(message)
 
-    def need(ok: bool, message: str) -> None:
-        if not ok:
-            raise BenchError(message)
 
+def options(params: dict[str, Any]) -> Options:
+    """The run the parsed command line (the command's ctx.params) asks for, its values
+    checked: BenchError for one out of range."""
+    a = SimpleNamespace(**params)
     need(0 < a.port < 65536, f"-p must be a port number (1-65535), got {a.port}")
+    producers, consumers = connections(a)
+    count = a.count if a.count is not None else a.pipeline
+    check_load(a, count, producers + consumers)
+    check_jobs(a)
+    need(a.drain_timeout >= 0, f"--drain-timeout must be 0 or more, got {a.drain_timeout}")
+    return assemble(a, producers, consumers, count)
+
+
+def connections(a: SimpleNamespace) -> tuple[int, int]:
+    """The producers and consumers: --producers and --consumers, else -c halved."""
     need(a.clients >= 1, f"-c must be at least 1, got {a.clients}")
     producers = a.producers if a.producers is not None else max(1, a.clients // 2)
     consumers = a.consumers if a.consumers is not None else max(1, a.clients - a.clients // 2)
     need(producers >= 1, f"--producers must be at least 1, got {producers}")
     need(consumers >= 0, f"--consumers must be 0 or more, got {consumers}")
+    return producers, consumers
+
+
+def check_load(a: SimpleNamespace, count: int, connections: int) -> None:
     need(a.jobs is None or a.jobs >= 1, f"-n must be at least 1, got {a.jobs}")
     need(a.duration is None or a.duration > 0, f"--duration must be > 0, got {a.duration}")
-    jobs = a.jobs if a.jobs is not None else (None if a.duration else DEFAULT_JOBS)
     need(
         a.body_size >= MIN_BODY,
         f"-d must be at least {MIN_BODY} (the body holds the run tag and send time), "
         f"got {a.body_size}",
     )
     need(a.pipeline >= 1, f"-P must be at least 1, got {a.pipeline}")
-    count = a.count if a.count is not None else a.pipeline
     need(count >= 1, f"--count must be at least 1, got {count}")
     need(a.rate is None or a.rate > 0, f"--rate must be > 0, got {a.rate}")
     need(a.processes >= 1, f"--processes must be at least 1, got {a.processes}")
     need(
-        a.processes <= producers + consumers,
-        f"--processes {a.processes} is more than the {producers + consumers} connections",
+        a.processes <= connections,
+        f"--processes {a.processes} is more than the {connections} connections",
     )
     need(a.idle >= 0, f"--idle must be 0 or more, got {a.idle}")
+
+
+def check_jobs(a: SimpleNamespace) -> None:
     need(a.queues >= 1, f"--queues must be at least 1, got {a.queues}")
     need(
         a.replicate is None or 1 <= a.replicate <= 65535,
@@ -327,20 +417,27 @@ def parse_args(argv: list[str] | None) -> Options:
     need(a.retry is None or a.retry >= 0, f"--retry must be 0 or more, got {a.retry}")
     need(a.ttl is None or a.ttl > 0, f"--ttl must be > 0, got {a.ttl}")
     need(a.addjob_timeout >= 0, f"--addjob-timeout must be 0 or more, got {a.addjob_timeout}")
-    need(a.drain_timeout >= 0, f"--drain-timeout must be 0 or more, got {a.drain_timeout}")
     need(
         a.queue is None or (a.queue != "" and " " not in a.queue),
         "--queue must be a non-empty name without spaces",
     )
+
+
+def addresses(given: Sequence[Address] | None) -> list[tuple[str, int]] | None:
+    """--node and its kin as Options holds them: None when not given."""
+    return [(addr.host, addr.port) for addr in given] if given else None
+
+
+def assemble(a: SimpleNamespace, producers: int, consumers: int, count: int) -> Options:
     opts = Options(
         seed=(a.host, a.port),
-        nodes=a.node,
-        producer_nodes=a.producer_node,
-        consumer_nodes=a.consumer_node,
+        nodes=addresses(a.node),
+        producer_nodes=addresses(a.producer_node),
+        consumer_nodes=addresses(a.consumer_node),
         password=a.auth,
         producers=producers,
         consumers=consumers,
-        jobs=jobs,
+        jobs=a.jobs if a.jobs is not None else (None if a.duration else DEFAULT_JOBS),
         duration=a.duration,
         body_size=a.body_size,
         pipeline=a.pipeline,
@@ -903,19 +1000,30 @@ def header(opts: Options, nodes: list[tuple[str, int]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command (argv: its arguments, else sys.argv's): its exit status. A command
+    line that does not parse is one line on stderr and exit status 2."""
     try:
-        return run(argv)
+        code = app(args=argv, prog_name=PROG, standalone_mode=False)
+    except typer.TyperException as exc:  # click's UsageError and kin, in typer's click
+        return fail(f"{exc.format_message().rstrip('.')} (see --help)", exc.exit_code)
+    except SystemExit as done:  # typer's exit on a closed pipe
+        return done.code if isinstance(done.code, int) else int(done.code is not None)
+    return code if isinstance(code, int) else 0
+
+
+def start(params: dict[str, Any]) -> int:
+    """The command, its options parsed: check them, run: the exit status."""
+    try:
+        opts = options(params)
+    except BenchError as exc:
+        return fail(str(exc))
+    try:
+        return run(opts)
     except KeyboardInterrupt:
         return fail("interrupted", 130)
 
 
-def run(argv: list[str] | None) -> int:
-    try:
-        opts = parse_args(argv)
-    except UsageError as exc:
-        return fail(f"{exc} (see --help)", 2)
-    except BenchError as exc:
-        return fail(str(exc))
+def run(opts: Options) -> int:
     try:
         nodes = discover(opts)
         if opts.producer_nodes or opts.consumer_nodes:
