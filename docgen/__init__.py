@@ -7,9 +7,11 @@ program (the wheel does not ship it).
 Every generated file comes from the code's own tables, so the pages follow
 it: `completions.py` writes the shell completion scripts and `man.py` the
 disque(1) page from disque_cli's option and command tables; `man_pages.py`
-writes disque-server(1), disque-tui(1), disque-worker(1) and disque.conf(5) from the server's
-directive table and the dashboard's parser and keys; `layers.py` writes
-docs/layers.md, the node's module map, from disque_server/layers.py.
+writes disque-benchmark(1), disque-server(1), disque-tui(1), disque-worker(1)
+and disque.conf(5) from the server's directive table, the typer commands of
+the benchmark, the dashboard and the worker, and the dashboard's keys;
+`layers.py` writes docs/layers.md, the node's module map, from
+disque_server/layers.py.
 """
 
 from __future__ import annotations

@@ -1,14 +1,17 @@
-"""The man pages of the other programs: disque-server(1), disque-tui(1),
-disque-worker(1), disque.conf(5).
+"""The man pages of the other programs: disque-benchmark(1), disque-server(1),
+disque-tui(1), disque-worker(1), disque.conf(5).
 
 Defaults come from the server's directive table (disque_server.config.PARAMS),
-the dashboard's options from its argument parser and its keys from its help
-screen, so the pages follow the code; the prose is here. disque(1) is
+the options of the benchmark, the dashboard and the worker from their typer
+commands, and the dashboard's keys from its help screen, so the pages follow the
+code; the prose is here. disque(1) is
 written by man.py. Read them with
 `man ./man/disque.conf.5`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from disque_cli.options import OPTIONS, TLS_DESTS
 from docgen.man import DATE, esc
@@ -749,7 +752,96 @@ def worker_page() -> str:
     return "\n".join(out)
 
 
+# ---- disque-benchmark(1) -------------------------------------------------------------
+
+# The metavar of an option whose value is a choice (typer shows it as <normal|fast>).
+BENCHMARK_METAVARS = {"ack": "normal|fast"}
+
+
+def benchmark_option(param: Any) -> list[str]:
+    """One option of disque-benchmark(1): its flags (short first), the metavar of its
+    value as --help shows it (in lower case, as the other pages), its help."""
+    flags = ", ".join(f"\\fB{esc(flag)}\\fR" for flag in sorted(param.opts, key=len))
+    if not param.is_flag:
+        metavar = BENCHMARK_METAVARS.get(param.name) or param.metavar or param.name
+        flags += f" \\fI{esc(metavar.lower())}\\fR"
+    text = param.help or ""
+    return [".TP", flags, esc(text[:1].upper() + text[1:]) + "."]
+
+
+def benchmark_options() -> list[str]:
+    """The options, a subsection for each panel of --help (argparse's groups before)."""
+    import typer.main
+
+    from disque_benchmark.main import RUN, app
+
+    panels: dict[str, list[str]] = {}
+    for param in typer.main.get_command(app).params:
+        if param.param_type_name == "option":
+            panels.setdefault(param.rich_help_panel, []).extend(benchmark_option(param))
+    panels[RUN] += [".TP", "\\fB\\-\\-help\\fR", "Print the usage and exit."]
+    out = [".SH OPTIONS"]
+    for panel, entries in panels.items():
+        out += [f".SS {esc(panel)}", *entries]
+    return out
+
+
+def benchmark_page() -> str:
+    from disque_benchmark.main import EXAMPLES
+
+    examples, *notes = EXAMPLES.split("\n\n")
+    out = [
+        f'.TH DISQUE\\-BENCHMARK 1 "{DATE}" "{SOURCE}" "Disque manual"',
+        ".SH NAME",
+        "disque\\-benchmark \\- load a Disque cluster with producers and consumers and measure it",
+        ".SH SYNOPSIS",
+        ".B disque\\-benchmark",
+        "[\\fB\\-h\\fR \\fIhost\\fR] [\\fB\\-p\\fR \\fIport\\fR] [\\fB\\-c\\fR \\fIn\\fR] "
+        "[\\fB\\-n\\fR \\fIn\\fR] [\\fB\\-d\\fR \\fIbytes\\fR] [\\fB\\-P\\fR \\fIn\\fR] "
+        "[\\fIoptions\\fR]",
+        ".SH DESCRIPTION",
+        "\\fBdisque\\-benchmark\\fR loads a Disque node or cluster in the spirit of",
+        "\\fBredis\\-benchmark\\fR(1): producers add jobs (ADDJOB), consumers take them",
+        "(GETJOB) and acknowledge them (ACKJOB, or FASTACK with \\fB\\-\\-ack fast\\fR),",
+        "spread round robin over the cluster's nodes, found with HELLO from the seed",
+        "node or given with \\fB\\-\\-node\\fR. It reports the produce and consume rates,",
+        "the ADDJOB reply latency and the end\\-to\\-end latency (ADDJOB sent to job",
+        "received by GETJOB) as p50, p90, p99, p99.9 and max: live on standard error",
+        "while it runs (a plain line a second when standard error is not a terminal,",
+        "nothing with \\fB\\-q\\fR), then a summary on standard output. With \\fB\\-n\\fR",
+        "every produced job is checked, by ID, to be consumed exactly once. The client",
+        "side is built not to be the bottleneck: \\fB\\-\\-processes\\fR spreads the",
+        "connections over several processes whose latency histograms are merged.",
+        ".PP",
+        "Like \\fBredis\\-benchmark\\fR(1), \\fB\\-h\\fR is the host; the help is "
+        "\\fB\\-\\-help\\fR.",
+        *benchmark_options(),
+        ".SH NOTES",
+    ]
+    for note in notes:
+        out += [".PP", esc(" ".join(note.split()))]
+    out += [
+        ".SH EXIT STATUS",
+        "0 when the run completed with no error and (with \\fB\\-n\\fR) every produced",
+        "job was consumed; 1 on an error, a lost job, a connection failure or an",
+        "option's value out of range; 2 on a command line that does not parse (an",
+        "unknown option, a value that is not a number, a bad \\fIhost\\fR:\\fIport\\fR);",
+        "130 when interrupted, after the partial results.",
+        ".SH EXAMPLES",
+        ".PP",
+        ".nf",
+        *(esc(line.strip()) for line in examples.splitlines()[1:]),
+        ".fi",
+        ".SH SEE ALSO",
+        "\\fBdisque\\fR(1), \\fBdisque\\-server\\fR(1), \\fBdisque\\-tui\\fR(1), "
+        "\\fBredis\\-benchmark\\fR(1)",
+        "",
+    ]
+    return "\n".join(out)
+
+
 PAGES = {
+    "man/disque-benchmark.1": benchmark_page,
     "man/disque-server.1": server_page,
     "man/disque-tui.1": tui_page,
     "man/disque-worker.1": worker_page,

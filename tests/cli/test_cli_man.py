@@ -1,9 +1,10 @@
-"""man/disque-server.1, man/disque-tui.1, man/disque-worker.1, man/disque.conf.5:
-generated, fresh, readable."""
+"""man/disque-benchmark.1, man/disque-server.1, man/disque-tui.1,
+man/disque-worker.1, man/disque.conf.5: generated, fresh, readable."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -86,3 +87,26 @@ def test_worker_page_lists_every_option() -> None:
     for option in options:
         assert f"\n       {', '.join(option.opts)} " in page, option.opts
     assert "disque-worker module[:attribute] [options]" in page
+
+
+def test_benchmark_page_lists_every_option_in_its_group() -> None:
+    import typer.main
+
+    from disque_benchmark.main import EXAMPLES, app
+
+    page = render("man/disque-benchmark.1")
+    options = [p for p in typer.main.get_command(app).params if p.param_type_name == "option"]
+    assert len(options) == 29
+    sections = page.split("\nOPTIONS\n")[1].split("\nNOTES\n")[0]
+    groups = {
+        chunk.split("\n")[0]: chunk for chunk in re.split(r"\n   (?=\S)", "\n" + sections)[1:]
+    }
+    assert list(groups) == ["Where", "Load", "Jobs", "Run"]
+    for option in options:
+        assert f"\n       {', '.join(option.opts)}" in groups[option.rich_help_panel], option.opts
+    for flags in ("-h, --host host", "-n, --jobs n", "--rate jobs/s", "--ack normal|fast"):
+        assert f"\n       {flags}\n" in sections
+    assert "\n       --help Print the usage and exit." in sections
+    for example in EXAMPLES.split("\n\n")[0].splitlines()[1:]:
+        assert f"\n       {example.strip()}\n" in page
+    assert "2 on a command line that does not parse" in page.replace("\n       ", " ")
