@@ -36,9 +36,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
+import click
 import typer
 
 from disque.protocol import PRIORITY_FAILING, HelloError, parse_hello
@@ -102,9 +104,22 @@ app = typer.Typer(
 WHERE, LOAD, JOBS, RUN = "Where", "Load", "Jobs", "Run"
 
 
+# A command line that does not parse: typer's own copy of click raises a
+# typer.TyperException, typer before that copy (client/pyproject.toml allows 0.12
+# and on) click's ClickException; both have format_message() and exit_code.
+USAGE_ERROR: type[click.ClickException] = getattr(typer, "TyperException", click.ClickException)
+
+
 class Address(NamedTuple):
     host: str
     port: int
+
+
+class Ack(StrEnum):
+    """--ack: acknowledge with ACKJOB (normal) or FASTACK (fast)."""
+
+    normal = "normal"
+    fast = "fast"
 
 
 def address(text: str) -> Address:
@@ -298,9 +313,9 @@ def benchmark(
         ),
     ] = 5000,
     ack: Annotated[
-        Literal["normal", "fast"],
+        Ack,
         opt(JOBS, "--ack", help="acknowledge with ACKJOB (normal, default) or FASTACK (fast)"),
-    ] = "normal",
+    ] = Ack.normal,
     drain_timeout: Annotated[
         float,
         opt(
@@ -452,7 +467,7 @@ def assemble(a: SimpleNamespace, producers: int, consumers: int, count: int) -> 
         retry=a.retry,
         ttl=a.ttl,
         addjob_timeout=a.addjob_timeout,
-        ack=a.ack,
+        ack=Ack(a.ack).value,
         drain_timeout=a.drain_timeout,
         json=a.json,
         quiet=a.quiet,
@@ -1004,7 +1019,7 @@ def main(argv: list[str] | None = None) -> int:
     line that does not parse is one line on stderr and exit status 2."""
     try:
         code = app(args=argv, prog_name=PROG, standalone_mode=False)
-    except typer.TyperException as exc:  # click's UsageError and kin, in typer's click
+    except USAGE_ERROR as exc:  # click's UsageError and kin
         return fail(f"{exc.format_message().rstrip('.')} (see --help)", exc.exit_code)
     except SystemExit as done:  # typer's exit on a closed pipe
         return done.code if isinstance(done.code, int) else int(done.code is not None)

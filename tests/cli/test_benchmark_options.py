@@ -174,6 +174,7 @@ def test_jobs() -> None:
     )
     assert (o.queue, o.queues, o.replicate, o.asynchronous) == ("orders", 3, 2, True)
     assert (o.retry, o.ttl, o.addjob_timeout, o.ack) == (0, 60, 0, "fast")
+    assert type(o.ack) is str  # as argparse gave it: the runs and --json use the text
     assert opts("--ack", "normal").ack == "normal"
 
 
