@@ -97,7 +97,7 @@ class BenchError(Exception):
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["--help"]},  # -h is the host, as in redis-cli
+    context_settings={"help_option_names": ["--help"]},  # -h is the host (redis-benchmark)
 )
 
 # The panels of --help (argparse's argument groups before typer).
