@@ -47,7 +47,7 @@ LAYERS: Final[list[tuple[tuple[str, ...], str]]] = [
     (("state",), "what the node's parts share (NodeState): the server is one"),
     (
         ("client", "cluster"),
-        "one client connection; this node's view of the cluster (bus, Disque's binary "
+        "one client connection; this node's view of the cluster (membership, bus, Disque's binary "
         "bus message, replication, re-queue, GC, federation): peers, neither imports "
         "the other",
     ),
