@@ -5,22 +5,36 @@ Reads the file record by record (RESP commands, LOADJOB/DELJOB: a C Disque
 the offset of the first byte that is not part of a complete, well formed
 record. With --fix the file is truncated there, after asking for
 confirmation when standard input is a terminal (as redis-check-aof does).
+
+The command line is parsed with typer, as disque-benchmark and disque-tui do;
+`-h` is the help as well as `--help` (redis-check-aof has no host option).
+Exit status: 0 when the file is valid or was fixed; 1 when it is not valid,
+cannot be opened or truncated, or the fix was declined; 2 on a command line
+that does not parse (one line on stderr).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from typing import Final
+from typing import Annotated, Final
 
+import click
 import hiredis
+import typer
 
 from disque_server.job import FIELDS
 from disque_server.resp import BYTES_ONLY, bulk_array_length
 from disque_server.serialize import SerializeError, deserialize_job
 
 OLD_LOADJOB_LEN: Final = 3 + FIELDS  # this project's earlier LOADJOB, field by field
+
+PROG: Final = "disque-check-aof"
+
+# A command line that does not parse: typer's own copy of click raises a
+# typer.TyperException, typer before that copy click's ClickException (as in
+# disque_benchmark.main).
+USAGE_ERROR: type[click.ClickException] = getattr(typer, "TyperException", click.ClickException)
 
 
 def well_formed(record: list[bytes]) -> bool:
@@ -67,20 +81,32 @@ def check(path: str) -> tuple[int, int, str]:
     return offset, records, ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="disque-check-aof", description="Check (and fix) a Disque append only file."
-    )
-    parser.add_argument(
-        "--fix", action="store_true", help="truncate the file after the last good record"
-    )
-    parser.add_argument("file")
-    args = parser.parse_args(argv)
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # no host option to take -h
+)
+
+
+@app.command(help="Check (and fix) a Disque append only file.")
+def check_aof(
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", show_default=False, help="the append only file")
+    ],
+    fix: Annotated[
+        bool, typer.Option("--fix", help="truncate the file after the last good record")
+    ] = False,
+) -> None:
+    raise typer.Exit(run(file, fix))
+
+
+def run(path: str, fix: bool) -> int:
+    """Check the file at `path`, and with `fix` truncate it: the exit status."""
     try:
-        size = os.path.getsize(args.file)
-        offset, records, reason = check(args.file)
+        size = os.path.getsize(path)
+        offset, records, reason = check(path)
     except OSError as exc:
-        print(f"Cannot open file {args.file}: {exc.strerror}", file=sys.stderr)
+        print(f"Cannot open file {path}: {exc.strerror}", file=sys.stderr)
         return 1
     if not reason:
         print(f"AOF is valid: {records} records, {size} bytes")
@@ -89,21 +115,43 @@ def main(argv: list[str] | None = None) -> int:
         f"AOF analyzed: size={size}, ok_up_to={offset}, diff={size - offset}, records ok={records}"
     )
     print(f"0x{offset:08x}: Expected a complete record: {reason}")
-    if not args.fix:
+    if not fix:
         print("AOF is not valid. Use the --fix option to try fixing it.")
         return 1
     if sys.stdin.isatty():
-        answer = input(
-            f"This will shrink the AOF from {size} bytes, with {size - offset} "
-            "bytes, to "
-            f"{offset} bytes\nContinue? [y/N]: "
-        )
+        try:
+            answer = input(
+                f"This will shrink the AOF from {size} bytes, with {size - offset} "
+                "bytes, to "
+                f"{offset} bytes\nContinue? [y/N]: "
+            )
+        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C: a no
+            print()
+            answer = ""
         if answer.strip().lower() not in ("y", "yes"):
             print("Aborting...")
             return 1
-    os.truncate(args.file, offset)
+    try:
+        os.truncate(path, offset)
+    except OSError as exc:
+        print(f"Cannot truncate file {path}: {exc.strerror}", file=sys.stderr)
+        return 1
     print("Successfully truncated AOF")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command (argv: its arguments, else sys.argv's): its exit status. A command
+    line that does not parse is one line on stderr and exit status 2."""
+    try:
+        code = app(args=argv, prog_name=PROG, standalone_mode=False)
+    except USAGE_ERROR as exc:  # click's UsageError and kin
+        message = exc.format_message().rstrip(".")
+        print(f"{PROG}: {message} (see --help)", file=sys.stderr)
+        return exc.exit_code
+    except SystemExit as done:  # typer's exit on a closed pipe
+        return done.code if isinstance(done.code, int) else int(done.code is not None)
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
