@@ -17,16 +17,24 @@ per job id after deduplication), then writes, as Parquet under ``--out``:
 Both are also printed as tables. Runs on ``local[*]`` unless ``--master``
 names a cluster (the package is shipped to the executors, which need
 ``redis`` and ``pyarrow`` installed).
+
+The command line is parsed with typer, as disque-benchmark and disque-tui do
+(``-h`` and ``--help`` are the help). Exit status: 0 when the report was
+written; 1 when it could not be (one line on stderr, ``error: ...``); 2 on a
+command line that does not parse (one line on stderr); 130 when interrupted.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+import click
+import typer
 
 import disque_spark
 from disque_spark.client import DEFAULT_NODES
@@ -34,7 +42,10 @@ from disque_spark.client import DEFAULT_NODES
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+PROG = "python -m disque_spark.report"
 DEFAULT_THRESHOLD = 3
+DEFAULT_OUT = "disque-report"
+DEFAULT_SHOW = 20
 STATES = ("wait-repl", "active", "queued", "acked")
 SUMMARY_COLUMNS = [
     "queue",
@@ -116,11 +127,11 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], max_widt
 def run_report(
     spark: SparkSession,
     nodes: str = DEFAULT_NODES,
-    out: str | Path = "disque-report",
+    out: str | Path = DEFAULT_OUT,
     threshold: int = DEFAULT_THRESHOLD,
     password: str | None = None,
     queue: str | None = None,
-    show: int = 20,
+    show: int = DEFAULT_SHOW,
 ) -> dict[str, Any]:
     """Build the report, write it as Parquet under `out`, print it; return what was found."""
     summary, dead = build_report(spark, nodes, threshold, password, queue)
@@ -153,49 +164,131 @@ def error_summary(exc: BaseException) -> str:
     return lines[0].strip() if lines else type(exc).__name__
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m disque_spark.report",
-        description="Per-queue report and dead letters of a Disque cluster, with Spark.",
+# A command line that does not parse: typer's own copy of click raises a
+# typer.TyperException, typer before that copy click's ClickException (as in
+# disque_benchmark.main).
+USAGE_ERROR: type[click.ClickException] = getattr(typer, "TyperException", click.ClickException)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The report the command line asks for."""
+
+    nodes: str = DEFAULT_NODES
+    password: str | None = None
+    queue: str | None = None
+    out: str = DEFAULT_OUT
+    threshold: int = DEFAULT_THRESHOLD
+    master: str | None = None
+    show: int = DEFAULT_SHOW
+
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def opt(*names: str, help: str, metavar: str | None = None, **kwargs: Any) -> Any:
+    """An option whose help says its default itself, as argparse's did."""
+    return typer.Option(*names, help=help, metavar=metavar, show_default=False, **kwargs)
+
+
+@app.command(help="Per-queue report and dead letters of a Disque cluster, with Spark.")
+def report(
+    nodes: Annotated[
+        str,
+        opt(
+            "--nodes",
+            metavar="NODES",
+            help=f"comma-separated host:port seed nodes (default {DEFAULT_NODES})",
+        ),
+    ] = DEFAULT_NODES,
+    password: Annotated[
+        str | None, opt("--password", metavar="PASSWORD", help="Disque requirepass")
+    ] = None,
+    queue: Annotated[
+        str | None,
+        opt("--queue", metavar="QUEUE", help="report only this queue (comma list)"),
+    ] = None,
+    out: Annotated[
+        str,
+        opt(
+            "--out",
+            metavar="OUT",
+            help=f"output directory for the Parquet files (default ./{DEFAULT_OUT})",
+        ),
+    ] = DEFAULT_OUT,
+    threshold: Annotated[
+        int,
+        opt(
+            "--threshold",
+            metavar="THRESHOLD",
+            help="a job is a dead letter when its nacks or additional "
+            f"deliveries reach this (default {DEFAULT_THRESHOLD})",
+        ),
+    ] = DEFAULT_THRESHOLD,
+    master: Annotated[
+        str | None, opt("--master", metavar="MASTER", help="Spark master URL (default local[*])")
+    ] = None,
+    show: Annotated[
+        int,
+        opt(
+            "--show", metavar="SHOW", min=0, help=f"dead letters to print (default {DEFAULT_SHOW})"
+        ),
+    ] = DEFAULT_SHOW,
+) -> None:
+    options = Options(
+        nodes=nodes,
+        password=password,
+        queue=queue,
+        out=out,
+        threshold=threshold,
+        master=master,
+        show=show,
     )
-    parser.add_argument(
-        "--nodes",
-        default=DEFAULT_NODES,
-        help=f"comma-separated host:port seed nodes (default {DEFAULT_NODES})",
-    )
-    parser.add_argument("--password", default=None, help="Disque requirepass")
-    parser.add_argument("--queue", default=None, help="report only this queue (comma list)")
-    parser.add_argument(
-        "--out",
-        default="disque-report",
-        help="output directory for the Parquet files (default ./disque-report)",
-    )
-    parser.add_argument(
-        "--threshold",
-        type=int,
-        default=DEFAULT_THRESHOLD,
-        help="a job is a dead letter when its nacks or additional "
-        f"deliveries reach this (default {DEFAULT_THRESHOLD})",
-    )
-    parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    parser.add_argument("--show", type=int, default=20, help="dead letters to print")
-    return parser.parse_args(argv)
+    raise typer.Exit(start(options))
+
+
+def start(opts: Options) -> int:
+    """The report `opts` asks for, on a Spark session of its own: the exit status."""
+    try:
+        spark = disque_spark.session(opts.master, app_name="disque-report")
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            run_report(
+                spark,
+                opts.nodes,
+                opts.out,
+                opts.threshold,
+                opts.password,
+                opts.queue,
+                opts.show,
+            )
+        except Exception as exc:
+            print(f"error: {error_summary(exc)}", file=sys.stderr)
+            return 1
+        finally:
+            spark.stop()
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    spark = disque_spark.session(args.master, app_name="disque-report")
-    spark.sparkContext.setLogLevel("ERROR")
+    """The command (argv: its arguments, else sys.argv's): its exit status. A command
+    line that does not parse is one line on stderr and exit status 2."""
     try:
-        run_report(
-            spark, args.nodes, args.out, args.threshold, args.password, args.queue, args.show
-        )
-    except Exception as exc:
-        print(f"error: {error_summary(exc)}", file=sys.stderr)
-        return 1
-    finally:
-        spark.stop()
-    return 0
+        code = app(args=argv, prog_name=PROG, standalone_mode=False)
+    except USAGE_ERROR as exc:  # click's UsageError and kin
+        message = exc.format_message().rstrip(".")
+        print(f"{PROG}: {message} (see --help)", file=sys.stderr)
+        return exc.exit_code
+    except SystemExit as done:  # typer's exit on a closed pipe
+        return done.code if isinstance(done.code, int) else int(done.code is not None)
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
