@@ -27,7 +27,8 @@ from disque_server import tls
 from disque_server.clock import now_ms
 from disque_server.cluster import dialect, federation, gc, membership, replication, requeue
 from disque_server.cluster.bus import BusLink
-from disque_server.cluster.dialect import C_NODE
+from disque_server.cluster.detector import Detector
+from disque_server.cluster.dialect import C_NODE, OURS
 from disque_server.cluster.node import (
     FAIL,
     FAILING,
@@ -73,6 +74,9 @@ class Cluster:
         # (replication.candidates), drawn again each tick.
         self.replica_window: list[ClusterNode] = []
         self.leaving = False
+        # Who is probed when, PFAIL and FAIL (sans-IO: membership.py feeds it).
+        self.detector = Detector(b"", server.config["cluster-node-timeout"])
+        self.next_link_check = 0  # ms; membership.check_links
         self.myself = ClusterNode(b"", "", server.config["port"])
         self.myself.flags.add(MYSELF)
         self.bus_port = self.announce_address(server.config)
@@ -399,12 +403,12 @@ class Cluster:
         node.last_seen = now
         if node.link is None and now - node.connect_attempt >= RECONNECT_ON_MESSAGE_MS:
             self.connect(node)  # it is up: our replies need our link to it now
+        detector = self.detector
+        detector.heard_from(sender_id, now)
+        if detector.changes or detector.out:  # (it was failing; a probe relayed: rare)
+            membership.flush(self, now)
         flags = node.flags
         if flags:  # (most messages come from a node with none)
-            if node.failing:
-                flags -= FAILING
-                self.candidates_stale = True
-                self.server.log.notice("Node %s is reachable again", sender_id[:8].decode())
             if sender_flags != b"leaving" and LEAVING in flags:
                 flags.discard(LEAVING)
                 self.candidates_stale = True
@@ -418,6 +422,8 @@ class Cluster:
         writes that from now on. A RESP link to a Disque node (a node rolled back
         on its directory) cannot switch: it is closed, the next one speaks C."""
         node.kind = kind
+        if node.id in self.detector.members:
+            self.detector.add(node.id, kind == OURS)  # (a relay for probes or not)
         link = node.link
         if kind == C_NODE:
             self.server.log.notice(
@@ -528,6 +534,7 @@ class Cluster:
     def membership_changed(self) -> None:
         self._size = sum(1 for n in self.nodes.values() if HANDSHAKE not in n.flags)
         self.candidates_stale = True
+        membership.sync_members(self)
 
     def reachable_nodes(self) -> list[ClusterNode]:
         """Other nodes we can currently talk to."""

@@ -2,9 +2,12 @@
 PFAIL and FAIL (Disque's cluster.c, the part before the jobs).
 
 Each PING and PONG carries a few other nodes and their flags (gossip), so a
-node met by one is soon known to all; a node heard from by nobody for the node
-timeout is PFAIL here, and FAIL once a majority reports it so (``check_fail``),
-then everywhere (the FAIL message). The cron (``cron``) decides whom to ping.
+node met by one is soon known to all. Whom to ping, and when a node is PFAIL
+or FAIL, is the failure detector's (cluster/detector.py, sans-IO): one member
+probed a protocol period, others asked to probe it (PROBE, PROBED) when it
+does not answer, failure reports relayed in REPORTS between nodes of ours,
+Disque's PINGs and FAIL messages toward Disque nodes. This module feeds it
+what arrives and the time, and sends what it asks for.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms, pick
+from disque_server.cluster import detector as detector_mod
+from disque_server.cluster.dialect import C_NODE, OURS
 from disque_server.cluster.node import (
     FAIL,
     FAILING,
@@ -88,21 +93,27 @@ def learn_tls_port(cluster: Cluster, sender: ClusterNode, payload: list[bytes]) 
 
 
 def process_gossip(cluster: Cluster, sender: ClusterNode, payload: list[bytes]) -> None:
+    """New nodes are added; a node the sender flags failing is the sender's report
+    (the failure detector counts them), one it does not withdraws it."""
     now = now_ms()
     nodes = cluster.nodes
+    detector = cluster.detector
+    watched = detector.watch
+    said: list[tuple[bytes, int, list[tuple[bytes, int]]]] = []
     for i in range(0, len(payload) - 3, 4):
         node_id = payload[i]
         node = nodes.get(node_id)
         if node is None:
             gossip_about_new(cluster, payload[i + 1], payload[i + 2], node_id, now)
             continue
-        if node is cluster.myself:
-            continue
         flags = payload[i + 3]
         if flags != b"-" and (b"pfail" in flags or b"fail" in flags):
-            node.fail_reports[sender.id] = now
-        elif node.fail_reports:
-            node.fail_reports.pop(sender.id, None)
+            said.append((node_id, detector_mod.PFAIL, [(sender.id, 0)]))
+        elif node_id in watched:
+            said.append((node_id, detector_mod.ALIVE, []))
+    if said:
+        detector.on_gossip(sender.id, said, now)
+        flush(cluster, now)
 
 
 def gossip_about_new(cluster: Cluster, ip: bytes, port: bytes, node_id: bytes, now: int) -> None:
@@ -125,28 +136,25 @@ def gossip_about_new(cluster: Cluster, ip: bytes, port: bytes, node_id: bytes, n
 
 
 def cron(cluster: Cluster, now: int) -> None:
-    """The ping schedule: a node is pinged when nothing came from it for half the
-    node timeout, or no PONG for twice the timeout; a node we flag PFAIL makes
-    us ping every other node at once.
-
-    Disque pings each node whose last PONG is older than half the timeout (so
-    both ends of a pair ping each other), and once a second one of five
-    random nodes, to keep gossip flowing. Each message is a wake-up of the
-    receiving process, which costs a Python process several times what it
-    costs C, and an idle cluster's bus is nearly all pings. Here any message
-    says its sender is up, so one PING a pair answers for both ends most of
-    the time; the PONG rule still tests our own link to every node, less
-    often (at the timeout, it had each end ping the other). PFAIL is
-    as Disque's: nothing heard for the node timeout. No random pings: what
-    they did for failure reports, the pings on a new PFAIL do at once (gossip
-    names every failing node), so a majority agrees on FAIL as soon as it
-    sees the node failing; membership needs them no more than that (a
-    discovered node is linked and pinged at once). An idle bus carries less
-    than half of Disque's messages."""
+    """The failure detector's tick (cluster/detector.py: one member probed a
+    period, whatever the cluster's size), and, once a period, the links: a
+    handshake that never completed is dropped, a node without a link is
+    connected again, a link whose PING went unanswered for half the node
+    timeout is closed and made again (as Disque's cron does), and a Disque node
+    quiet for half the node timeout is probed (Disque expects that PING)."""
+    detector = cluster.detector
     timeout = cluster.server.config["cluster-node-timeout"]
-    ping_after = max(50, timeout // 2)
-    new_pfail = False
-    failing = 0
+    if detector.timeout != timeout:
+        detector.set_timeout(timeout)
+    if now >= cluster.next_link_check:
+        cluster.next_link_check = now + min(1000, detector.period)
+        check_links(cluster, now, timeout)
+    detector.tick(now)
+    flush(cluster, now)
+
+
+def check_links(cluster: Cluster, now: int, timeout: int) -> None:
+    detector = cluster.detector
     for node in list(cluster.nodes.values()):
         if node is cluster.myself:
             continue
@@ -157,62 +165,117 @@ def cron(cluster: Cluster, now: int) -> None:
         if node.link is None:
             if not node.connecting and now - node.connect_attempt >= min(1000, timeout // 2):
                 cluster.connect(node)
-        elif node.ping_sent:
-            if now - node.ping_sent > timeout // 2:
-                # No PONG for half the node timeout: the link may be dead while TCP
-                # still retries; drop it and connect again (as Disque's cron does).
-                node.link.close()
-                node.link = None
-                node.ping_sent = 0
-        elif HANDSHAKE not in node.flags and (
-            now - node.last_seen >= ping_after or now - node.pong_received >= 2 * timeout
-        ):
-            ping(cluster, node, now)
-        if HANDSHAKE in node.flags:
-            continue
-        if now - node.last_seen > timeout and not node.flags & FAILING:
-            node.flags.add(PFAIL)
-            cluster.candidates_stale = True
-            new_pfail = True
-            cluster.server.log.notice("Node %s is possibly failing (PFAIL)", node.id[:8].decode())
-        if node.flags & FAILING:
-            failing += 1
-            if FAIL not in node.flags:
-                check_fail(cluster, node, now, timeout)
-    cluster.failing_known = failing > 0
-    if new_pfail:
-        ping_all(cluster, now)
+        elif node.ping_sent and now - node.ping_sent > timeout // 2:
+            # No PONG for half the node timeout: the link may be dead while TCP
+            # still retries; drop it and connect again.
+            node.link.close()
+            node.link = None
+            node.ping_sent = 0
+        elif node.kind == C_NODE and now - node.last_seen >= timeout // 2:
+            detector.probe_member(node.id, now)
 
 
-def ping(cluster: Cluster, node: ClusterNode, now: int) -> None:
-    if cluster.send(node, b"PING", gossip_payload(cluster, node)):
+def flush(cluster: Cluster, now: int) -> None:
+    """Send what the failure detector asks for; act on the states it changed."""
+    detector = cluster.detector
+    if detector.out:
+        for kind, to, about in detector.take_output():
+            if kind == detector_mod.PING:
+                ping(cluster, to, now)
+            else:
+                mtype = b"PROBE" if kind == detector_mod.PROBE else b"PROBED"
+                cluster.send_to_id(to, mtype, [about])
+    if detector.changes:
+        for node_id, state in detector.take_changes():
+            node = cluster.nodes.get(node_id)
+            if node is not None:
+                set_state(cluster, node, state)
+        cluster.failing_known = any(m.state for m in detector.watch.values())
+
+
+def ping(cluster: Cluster, node_id: bytes, now: int) -> None:
+    """A probe: PING with gossip, and to a node of ours the failure reports."""
+    node = cluster.nodes.get(node_id)
+    if node is None or node.link is None:
+        return  # (unanswered: the detector sees to it)
+    cluster.send(node, b"PING", gossip_payload(cluster, node))
+    if not node.ping_sent:
         node.ping_sent = now
+    send_reports(cluster, node, now)
 
 
-def ping_all(cluster: Cluster, now: int) -> None:
-    """A PING to every node we can ping now: our failure reports, at once."""
-    for node in list(cluster.nodes.values()):
-        if (
-            node is not cluster.myself
-            and node.link is not None
-            and not node.ping_sent
-            and not node.flags & FAILING
-            and HANDSHAKE not in node.flags
-        ):
-            ping(cluster, node, now)
+def send_reports(cluster: Cluster, node: ClusterNode, now: int) -> None:
+    """REPORTS (beyond Disque, to nodes of ours): the failing members' reporters and
+    their ages, relayed from node to node, so a majority's reports meet without
+    each reporter telling every node."""
+    if node.kind != OURS or not cluster.detector.watch:
+        return
+    entries = cluster.detector.gossip(now)
+    if entries:
+        cluster.send(node, b"REPORTS", reports_payload(entries))
 
 
-def check_fail(cluster: Cluster, node: ClusterNode, now: int, timeout: int) -> None:
-    """PFAIL becomes FAIL when a majority of the nodes sees it failing."""
-    reports = sum(1 for t in node.fail_reports.values() if now - t <= timeout * 2)
-    if reports + 1 >= cluster.size // 2 + 1:
-        node.flags.discard(PFAIL)
-        node.flags.add(FAIL)
-        cluster.candidates_stale = True
-        cluster.server.log.notice(
-            "Marking node %s as failing (quorum reached)", node.id[:8].decode()
-        )
-        cluster.broadcast(b"FAIL", [node.id])
+def reports_payload(entries: list[tuple[bytes, int, list[tuple[bytes, int]]]]) -> list[bytes]:
+    """Per member: its ID, its state here, the number of reports, then each
+    reporter's ID and the report's age in ms."""
+    payload: list[bytes] = []
+    for node_id, state, reports in entries:
+        payload += [node_id, b"%d" % state, b"%d" % len(reports)]
+        for reporter, age in reports:
+            payload += [reporter, b"%d" % age]
+    return payload
+
+
+def parse_reports(payload: list[bytes]) -> list[tuple[bytes, int, list[tuple[bytes, int]]]]:
+    """REPORTS' payload back (ValueError, IndexError: a malformed one)."""
+    entries = []
+    i = 0
+    while i < len(payload):
+        node_id, state, count = payload[i], int(payload[i + 1]), int(payload[i + 2])
+        if state not in (detector_mod.ALIVE, detector_mod.PFAIL, detector_mod.FAIL):
+            raise ValueError(f"state {state}")
+        pairs = payload[i + 3 : i + 3 + 2 * count]
+        if len(pairs) != 2 * count:
+            raise IndexError("reports cut short")
+        reports = [(pairs[j], int(pairs[j + 1])) for j in range(0, len(pairs), 2)]
+        entries.append((node_id, state, reports))
+        i += 3 + 2 * count
+    return entries
+
+
+def set_state(cluster: Cluster, node: ClusterNode, state: int) -> None:
+    """The detector's verdict, as the node's flags (CLUSTER NODES, HELLO, gossip)."""
+    flags = node.flags
+    short = node.id[:8].decode()
+    cluster.candidates_stale = True
+    if state == detector_mod.ALIVE:
+        if flags & FAILING:
+            flags -= FAILING
+            cluster.server.log.notice("Node %s is reachable again", short)
+    elif state == detector_mod.PFAIL:
+        flags.add(PFAIL)
+        cluster.server.log.notice("Node %s is possibly failing (PFAIL)", short)
+    else:
+        flags.discard(PFAIL)
+        flags.add(FAIL)
+        cluster.server.log.notice("Marking node %s as failing (quorum reached)", short)
+        # Disque nodes hear it as from a Disque node; ours from the reports.
+        c_nodes = [n.link for n in cluster.reachable_nodes() if n.kind == C_NODE]
+        cluster.send_to_links(c_nodes, b"FAIL", [node.id])
+
+
+def sync_members(cluster: Cluster) -> None:
+    """The detector's members: every node past its handshake but this one (a
+    membership change: cluster.membership_changed)."""
+    detector = cluster.detector
+    detector.me = cluster.myself.id
+    known = set()
+    for node in cluster.nodes.values():
+        if node is not cluster.myself and HANDSHAKE not in node.flags:
+            known.add(node.id)
+            detector.add(node.id, node.kind == OURS)
+    for node_id in [m for m in detector.members if m not in known]:
+        detector.remove(node_id)
 
 
 def on_meet(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
@@ -227,6 +290,7 @@ def on_meet(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[by
 
 def on_ping(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     link.send(cluster.header(b"PONG") + gossip_payload(cluster, node))
+    send_reports(cluster, node, now_ms())
     learn_tls_port(cluster, node, payload)
     process_gossip(cluster, node, payload)
 
@@ -239,11 +303,28 @@ def on_pong(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[by
 
 
 def on_fail(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
-    failing = cluster.nodes.get(payload[0])
-    if failing is not None and failing is not cluster.myself and not failing.flags & {FAIL}:
-        failing.flags.discard(PFAIL)
-        failing.flags.add(FAIL)
-        cluster.candidates_stale = True
+    now = now_ms()
+    cluster.detector.on_fail(payload[0], now)
+    flush(cluster, now)
+
+
+def on_probe(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    """A node of ours could not reach ``payload[0]``: we probe it for them."""
+    now = now_ms()
+    cluster.detector.on_probe(node.id, payload[0], now)
+    flush(cluster, now)
+
+
+def on_probed(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    now = now_ms()
+    cluster.detector.on_probed(node.id, payload[0], now)
+    flush(cluster, now)
+
+
+def on_reports(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
+    now = now_ms()
+    cluster.detector.on_gossip(node.id, parse_reports(payload), now)
+    flush(cluster, now)
 
 
 HANDLERS: Final[dict[bytes, Handler]] = {
@@ -251,4 +332,7 @@ HANDLERS: Final[dict[bytes, Handler]] = {
     b"PING": on_ping,
     b"PONG": on_pong,
     b"FAIL": on_fail,
+    b"PROBE": on_probe,
+    b"PROBED": on_probed,
+    b"REPORTS": on_reports,
 }

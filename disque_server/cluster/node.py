@@ -63,7 +63,6 @@ class ClusterNode:
         "last_seen",
         "link",
         "connecting",
-        "fail_reports",
         "ctime",
         "connect_attempt",
         "kind",
@@ -82,7 +81,6 @@ class ClusterNode:
         self.link: BusLink | None = None  # our outbound connection to it
         self.connecting = False
         self.connect_attempt = 0
-        self.fail_reports: dict[bytes, int] = {}  # reporter id -> ms
         self.ctime = 0
         self.kind = 0  # which bus it speaks: dialect.UNKNOWN, C_NODE or OURS
 
