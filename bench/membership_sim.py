@@ -120,6 +120,10 @@ class Simulation:
                 self.send(node, to, KINDS[kind], about)
         for member, state in det.take_changes():
             self.changes.append((self.now, node.id, member, state))
+        for member in det.take_declared():  # FAIL to every node, as the node's bus does
+            for other in self.nodes:
+                if other != node.id and other != member:
+                    self.send(node, other, "FAIL", member)
 
     def send(self, node: SimNode, to: bytes, kind: str, payload: object) -> None:
         self.sent += 1
@@ -150,6 +154,9 @@ class Simulation:
         elif kind == "PROBED":
             assert isinstance(payload, bytes)
             det.on_probed(src, payload, now)
+        elif kind == "FAIL":
+            assert isinstance(payload, bytes)
+            det.on_fail(payload, now)
         gossip: Gossip = det.gossip(now) if kind == "PING" else []
         self.cpu += time.perf_counter() - start
         if kind == "PING":

@@ -40,10 +40,10 @@ from enum import StrEnum
 from types import SimpleNamespace
 from typing import Annotated, Any, NamedTuple
 
-import click
 import typer
 
 from disque.protocol import PRIORITY_FAILING, HelloError, parse_hello
+from disque.typer_main import run_app
 from disque_benchmark.hist import Histogram
 from disque_benchmark.report import Display, Snapshot, json_summary, text_summary
 from disque_benchmark.worker import (
@@ -102,12 +102,6 @@ app = typer.Typer(
 
 # The panels of --help (argparse's argument groups before typer).
 WHERE, LOAD, JOBS, RUN = "Where", "Load", "Jobs", "Run"
-
-
-# A command line that does not parse: typer's own copy of click raises a
-# typer.TyperException, typer before that copy (client/pyproject.toml allows 0.12
-# and on) click's ClickException; both have format_message() and exit_code.
-USAGE_ERROR: type[click.ClickException] = getattr(typer, "TyperException", click.ClickException)
 
 
 class Address(NamedTuple):
@@ -1017,13 +1011,7 @@ def header(opts: Options, nodes: list[tuple[str, int]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """The command (argv: its arguments, else sys.argv's): its exit status. A command
     line that does not parse is one line on stderr and exit status 2."""
-    try:
-        code = app(args=argv, prog_name=PROG, standalone_mode=False)
-    except USAGE_ERROR as exc:  # click's UsageError and kin
-        return fail(f"{exc.format_message().rstrip('.')} (see --help)", exc.exit_code)
-    except SystemExit as done:  # typer's exit on a closed pipe
-        return done.code if isinstance(done.code, int) else int(done.code is not None)
-    return code if isinstance(code, int) else 0
+    return run_app(app, argv, PROG)
 
 
 def start(params: dict[str, Any]) -> int:

@@ -19,10 +19,10 @@ import os
 import sys
 from typing import Annotated, Final
 
-import click
 import hiredis
 import typer
 
+from disque.typer_main import run_app
 from disque_server.job import FIELDS
 from disque_server.resp import BYTES_ONLY, bulk_array_length
 from disque_server.serialize import SerializeError, deserialize_job
@@ -30,11 +30,6 @@ from disque_server.serialize import SerializeError, deserialize_job
 OLD_LOADJOB_LEN: Final = 3 + FIELDS  # this project's earlier LOADJOB, field by field
 
 PROG: Final = "disque-check-aof"
-
-# A command line that does not parse: typer's own copy of click raises a
-# typer.TyperException, typer before that copy click's ClickException (as in
-# disque_benchmark.main).
-USAGE_ERROR: type[click.ClickException] = getattr(typer, "TyperException", click.ClickException)
 
 
 def well_formed(record: list[bytes]) -> bool:
@@ -143,15 +138,7 @@ def run(path: str, fix: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The command (argv: its arguments, else sys.argv's): its exit status. A command
     line that does not parse is one line on stderr and exit status 2."""
-    try:
-        code = app(args=argv, prog_name=PROG, standalone_mode=False)
-    except USAGE_ERROR as exc:  # click's UsageError and kin
-        message = exc.format_message().rstrip(".")
-        print(f"{PROG}: {message} (see --help)", file=sys.stderr)
-        return exc.exit_code
-    except SystemExit as done:  # typer's exit on a closed pipe
-        return done.code if isinstance(done.code, int) else int(done.code is not None)
-    return code if isinstance(code, int) else 0
+    return run_app(app, argv, PROG)
 
 
 if __name__ == "__main__":

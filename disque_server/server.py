@@ -459,17 +459,17 @@ class Server(NodeState):
     def cron_period(self, idle: bool) -> float:
         """Seconds to the next tick: 1 / hz, or IDLE_CRON_SLOWDOWN times that on an
         idle node (no client connected, no job registered). An idle node's cron has
-        only the cluster bus to look after, whose times are in seconds (pings at
-        half the node timeout), and each wake-up of the process costs about as much
+        only the cluster bus to look after, whose times are in hundreds of ms (a
+        probe a protocol period), and each wake-up of the process costs about as much
         as the tick's work: in an idle cluster of 50 nodes the cron was a third of
         each node's CPU. A client connecting brings the full rate back at the next
         tick (replies never wait for the cron). An idle tick skips the work of jobs
         and clients (Server.cron)."""
         period = 1 / self.config["hz"]
         if idle:
-            # A tick at least every sixth of the node timeout all the same: the
-            # pings are due at half of it, PFAIL at all of it.
-            at_most = self.config["cluster-node-timeout"] / 6000
+            # Two ticks a protocol period all the same (cluster/detector.py): a
+            # probe's answer is due at the end of it, the others asked at half.
+            at_most = self.cluster.detector.period / 2000
             return max(period, min(period * IDLE_CRON_SLOWDOWN, at_most))
         return period
 

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 
 import disque_spark
+from disque.typer_main import run_app
 from disque_spark.client import DEFAULT_NODES
 
 if TYPE_CHECKING:
@@ -164,12 +164,6 @@ def error_summary(exc: BaseException) -> str:
     return lines[0].strip() if lines else type(exc).__name__
 
 
-# A command line that does not parse: typer's own copy of click raises a
-# typer.TyperException, typer before that copy click's ClickException (as in
-# disque_benchmark.main).
-USAGE_ERROR: type[click.ClickException] = getattr(typer, "TyperException", click.ClickException)
-
-
 @dataclass(frozen=True)
 class Options:
     """The report the command line asks for."""
@@ -280,15 +274,7 @@ def start(opts: Options) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command (argv: its arguments, else sys.argv's): its exit status. A command
     line that does not parse is one line on stderr and exit status 2."""
-    try:
-        code = app(args=argv, prog_name=PROG, standalone_mode=False)
-    except USAGE_ERROR as exc:  # click's UsageError and kin
-        message = exc.format_message().rstrip(".")
-        print(f"{PROG}: {message} (see --help)", file=sys.stderr)
-        return exc.exit_code
-    except SystemExit as done:  # typer's exit on a closed pipe
-        return done.code if isinstance(done.code, int) else int(done.code is not None)
-    return code if isinstance(code, int) else 0
+    return run_app(app, argv, PROG)
 
 
 if __name__ == "__main__":

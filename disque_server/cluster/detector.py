@@ -21,11 +21,11 @@ and at 1,000; Disque's states stay on top:
   Lifeguard's confirmations).
 - **FAIL**: this node sees the member PFAIL and a majority of the cluster
   reports it failing. Reports travel in gossip, each with its age, relayed
-  from node to node (``Report``), so a report reaches the others in a few
-  periods without anyone sending to everyone; a report older than twice the
-  node timeout is forgotten, as Disque forgets them. FAIL itself spreads in
-  gossip too (as Disque's FAIL message does, which the node still sends to
-  Disque nodes).
+  from node to node, so a report reaches the others in a few periods without
+  anyone sending to everyone; a report older than twice the node timeout is
+  forgotten, as Disque forgets them. The node that counts the majority says
+  FAIL to every node (``declared``: Disque's FAIL message, once a failure);
+  FAIL spreads in gossip too.
 - Anything heard from the member, directly or relayed, clears PFAIL and
   FAIL here (as in Disque) and withdraws this node's report.
 """
@@ -94,6 +94,8 @@ class Detector:
         self.period = protocol_period(node_timeout_ms, 0)
         self.rng = rng or random.Random()
         self.members: dict[bytes, Member] = {}
+        self.ids: list[bytes] = []  # the members' IDs, to draw from (pick_others)
+        self.index: dict[bytes, int] = {}  # ID -> its place in ids
         # The members with something under way (a probe, a suspicion, reports, a
         # failure): what each tick and each gossip looks at, not every member.
         self.watch: dict[bytes, Member] = {}
@@ -102,6 +104,7 @@ class Detector:
         self.relays: dict[bytes, list[bytes]] = {}  # member -> who asked us to probe it
         self.out: list[tuple[int, bytes, bytes]] = []  # what to send (kind, to, about)
         self.changes: list[tuple[bytes, int]] = []  # (member, new state), for the host
+        self.declared: list[bytes] = []  # members this node found FAIL itself: broadcast
 
     # ---- membership --------------------------------------------------------------------
     def add(self, node_id: bytes, relay: bool = True) -> None:
@@ -111,11 +114,18 @@ class Detector:
             member.relay = relay
         elif node_id != self.me:
             self.members[node_id] = Member(node_id, relay)
+            self.index[node_id] = len(self.ids)
+            self.ids.append(node_id)
             self.round.insert(self.rng.randrange(len(self.round) + 1), node_id)
             self.period = protocol_period(self.timeout, len(self.members))
 
     def remove(self, node_id: bytes) -> None:
-        self.members.pop(node_id, None)
+        if self.members.pop(node_id, None) is not None:
+            at = self.index.pop(node_id)
+            last = self.ids.pop()
+            if at < len(self.ids):  # (the last one takes its place)
+                self.ids[at] = last
+                self.index[last] = at
         self.watch.pop(node_id, None)
         self.relays.pop(node_id, None)
         self.period = protocol_period(self.timeout, len(self.members))
@@ -150,7 +160,7 @@ class Detector:
             if not (member.probe_sent or member.silent_since or member.reports):
                 del self.watch[member.id]
         if now >= self.next_probe:
-            self.next_probe = now + self.period
+            self.next_probe = now + self.period  # (the host ticks at least twice a period)
             target = self.next_in_round()
             if target is not None and not target.probe_sent:
                 self.probe(target, now)
@@ -199,10 +209,18 @@ class Detector:
             member.silent_since = now  # (its next probe: a node timeout from now)
 
     def pick_others(self, exclude: bytes, k: int) -> list[bytes]:
-        ids = [
-            m.id for m in self.members.values() if m.state == ALIVE and m.relay and m.id != exclude
-        ]
-        return self.rng.sample(ids, min(k, len(ids)))
+        """Up to k members that can probe for us, at random: a few draws, not a walk
+        over every member."""
+        ids, members = self.ids, self.members
+        picked: list[bytes] = []
+        for _ in range(4 * k):
+            if len(picked) == k or not ids:
+                break
+            member = members[ids[self.rng.randrange(len(ids))]]
+            if member.state == ALIVE and member.relay and member.id != exclude:
+                if member.id not in picked:
+                    picked.append(member.id)
+        return picked
 
     def check_fail(self, member: Member, now: int) -> None:
         """Forget stale reports; FAIL when this node sees PFAIL and a majority reports."""
@@ -213,6 +231,7 @@ class Detector:
             del member.reports[reporter]
         if member.state == PFAIL and len(member.reports) >= self.size // 2 + 1:
             self.set_state(member, FAIL)
+            self.declared.append(member.id)  # (as Disque: FAIL to every node, once)
 
     def set_state(self, member: Member, state: int) -> None:
         member.state = state
@@ -319,6 +338,11 @@ class Detector:
         out = self.out
         self.out = []
         return out
+
+    def take_declared(self) -> list[bytes]:
+        declared = self.declared
+        self.declared = []
+        return declared
 
     def take_changes(self) -> list[tuple[bytes, int]]:
         changes = self.changes

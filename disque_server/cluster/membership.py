@@ -191,6 +191,12 @@ def flush(cluster: Cluster, now: int) -> None:
             if node is not None:
                 set_state(cluster, node, state)
         cluster.failing_known = any(m.state for m in detector.watch.values())
+    if detector.declared:
+        for node_id in detector.take_declared():
+            cluster.server.log.notice(
+                "Marking node %s as failing (quorum reached)", node_id[:8].decode()
+            )
+            cluster.broadcast(b"FAIL", [node_id])  # (as Disque: we counted the majority)
 
 
 def ping(cluster: Cluster, node_id: bytes, now: int) -> None:
@@ -258,10 +264,7 @@ def set_state(cluster: Cluster, node: ClusterNode, state: int) -> None:
     else:
         flags.discard(PFAIL)
         flags.add(FAIL)
-        cluster.server.log.notice("Marking node %s as failing (quorum reached)", short)
-        # Disque nodes hear it as from a Disque node; ours from the reports.
-        c_nodes = [n.link for n in cluster.reachable_nodes() if n.kind == C_NODE]
-        cluster.send_to_links(c_nodes, b"FAIL", [node.id])
+        cluster.server.log.notice("Node %s is failing (FAIL)", short)
 
 
 def sync_members(cluster: Cluster) -> None:

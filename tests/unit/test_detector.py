@@ -147,6 +147,7 @@ def test_fail_needs_a_majority_of_reports() -> None:
     det.tick(now + 100)
     assert det.state_of(target) == FAIL
     assert (target, FAIL) in det.take_changes()
+    assert det.take_declared() == [target]  # this node counted it: it tells every node
 
 
 def test_reports_expire_after_twice_the_node_timeout() -> None:
@@ -199,6 +200,10 @@ def test_fail_from_gossip_is_taken_only_from_a_member_silent_here_too() -> None:
     assert det.state_of(target) == ALIVE  # we heard from it a second ago
     det.on_gossip(node_id(1), [(target, FAIL, [])], T0 + TIMEOUT + 1)
     assert det.state_of(target) == FAIL
+    assert det.take_declared() == []  # heard, not counted: nothing to broadcast
+    det.on_fail(node_id(4), T0 + TIMEOUT + 2)  # Disque's FAIL message: taken at once
+    assert det.state_of(node_id(4)) == FAIL
+    assert det.take_declared() == []
 
 
 def test_a_probe_asked_for_is_relayed_when_the_member_answers() -> None:
