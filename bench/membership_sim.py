@@ -45,6 +45,7 @@ from disque_server.cluster.detector import (  # noqa: E402
     PING,
     PROBE,
     PROBED,
+    REPORT,
     Detector,
 )
 
@@ -116,6 +117,8 @@ class Simulation:
         for kind, to, about in det.take_output():
             if kind == PING:
                 self.send(node, to, "PING", det.gossip(self.now))
+            elif kind == REPORT:
+                self.send(node, to, "REPORTS", det.gossip(self.now))
             else:
                 self.send(node, to, KINDS[kind], about)
         for member, state in det.take_changes():
@@ -145,7 +148,7 @@ class Simulation:
         det, now = node.detector, self.now
         start = time.perf_counter()
         det.heard_from(src, now)
-        if kind in ("PING", "PONG"):
+        if kind in ("PING", "PONG", "REPORTS"):
             assert isinstance(payload, list)
             det.on_gossip(src, payload, now)
         elif kind == "PROBE":

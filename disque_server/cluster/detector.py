@@ -22,7 +22,8 @@ and at 1,000; Disque's states stay on top:
 - **FAIL**: this node sees the member PFAIL and a majority of the cluster
   reports it failing. Reports travel in gossip, each with its age, relayed
   from node to node, so a report reaches the others in a few periods without
-  anyone sending to everyone; a report older than twice the node timeout is
+  anyone sending to everyone (a node that finds PFAIL itself tells
+  ``REPORT_FANOUT`` others at once); a report older than twice the node timeout is
   forgotten, as Disque forgets them. The node that counts the majority says
   FAIL to every node (``declared``: Disque's FAIL message, once a failure);
   FAIL spreads in gossip too.
@@ -48,6 +49,8 @@ PERIODS_PER_TIMEOUT: Final = 6  # the protocol period is the node timeout / this
 PING: Final = 0  # a probe (the host sends its usual PING, with gossip)
 PROBE: Final = 1  # to ``to``: please probe ``about`` for me
 PROBED: Final = 2  # to ``to``: ``about`` answered the probe you asked for
+REPORT: Final = 3  # to ``to``: the failure reports we hold (``gossip``), at once
+REPORT_FANOUT: Final = 3  # nodes told at once of a PFAIL of our own (an epidemic's push)
 
 
 def protocol_period(node_timeout_ms: int, members: int = PERIODS_PER_TIMEOUT) -> int:
@@ -205,6 +208,10 @@ class Detector:
         if member.state == ALIVE and (confirming or now - first >= self.timeout):
             self.set_state(member, PFAIL)
             member.reports[self.me] = now
+            # Told at once to a few, who probe it and tell a few more: the reports
+            # meet in about log(N) probe periods, not at the pace of the probes.
+            for via in self.pick_others(member.id, REPORT_FANOUT):
+                self.out.append((REPORT, via, member.id))
         elif member.state != ALIVE:
             member.silent_since = now  # (its next probe: a node timeout from now)
 

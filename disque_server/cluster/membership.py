@@ -182,6 +182,10 @@ def flush(cluster: Cluster, now: int) -> None:
         for kind, to, about in detector.take_output():
             if kind == detector_mod.PING:
                 ping(cluster, to, now)
+            elif kind == detector_mod.REPORT:
+                node = cluster.nodes.get(to)
+                if node is not None:
+                    send_reports(cluster, node, now)
             else:
                 mtype = b"PROBE" if kind == detector_mod.PROBE else b"PROBED"
                 cluster.send_to_id(to, mtype, [about])

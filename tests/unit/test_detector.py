@@ -21,6 +21,8 @@ from disque_server.cluster.detector import (
     PING,
     PROBE,
     PROBED,
+    REPORT,
+    REPORT_FANOUT,
     Detector,
     protocol_period,
 )
@@ -125,6 +127,23 @@ def test_a_member_silent_for_the_node_timeout_is_pfail_and_gossiped_as_such() ->
     [(about, state, reports)] = det.gossip(T0 + TIMEOUT + PERIOD + 200)
     assert (about, state) == (target, PFAIL)
     assert [r for r, _ in reports] == [ME]
+
+
+def test_a_pfail_of_our_own_is_told_at_once_to_a_few_others() -> None:
+    det = detector(20)
+    target = probe_one(det)
+    told = []
+    for now in range(T0 + 100, T0 + TIMEOUT + PERIOD + 200, 100):
+        det.tick(now)
+        for kind, to, about in det.take_output():
+            if kind == PING and to != target:
+                det.heard_from(to, now)
+            elif kind == REPORT:
+                told.append((to, about, det.state_of(target)))
+    assert len(told) == REPORT_FANOUT
+    assert {about for _, about, _ in told} == {target}
+    assert {state for _, _, state in told} == {PFAIL}  # (told once it is ours)
+    assert target not in {to for to, _, _ in told}
 
 
 def pfail(det: Detector, target: bytes) -> int:
