@@ -257,7 +257,14 @@ class Cluster:
         if self.nodes.get(node.id) is not node:  # forgotten meanwhile
             link.close()
             return
+        self.link_up(node, link)
+
+    def link_up(self, node: ClusterNode, link: BusLink) -> None:
+        """Our link to the node is connected: it becomes the node's, and says hello."""
         node.link = link
+        # Which bus the node speaks may have been learned since the link was made
+        # (from a message on the node's own link, while this one connected).
+        link.write_as(node.kind)
         # MEET makes the peer add us; a peer that already answered us knows us.
         mtype = b"MEET" if HANDSHAKE in node.flags or not node.pong_received else b"PING"
         self.send(node, mtype, membership.gossip_payload(self, node))

@@ -106,13 +106,17 @@ class BusLink:
         self.batch: list[bytes] = []
         # Disque's clusterMsg (dialect.py): written to a peer not known to be ours
         # (with dialect.MARK to one not known at all); read while c_input is set.
-        compatible = dialect.compatible(cluster.server.config)
-        kind = node.kind if node is not None else OURS
-        self.speaks_c = compatible and kind != OURS
-        self.mark = b"" if kind == C_NODE else dialect.MARK
+        self.speaks_c = False
+        self.mark = dialect.MARK
+        self.write_as(node.kind if node is not None else OURS)
         self.c_input: bytearray | None = None
         self.heard = False  # anything read on this link yet
         self.peer_kind = OURS  # what the last message read says its sender is
+
+    def write_as(self, kind: int) -> None:
+        """Write what a peer of that kind reads (before the first message)."""
+        self.speaks_c = kind != OURS and dialect.compatible(self.cluster.server.config)
+        self.mark = b"" if kind == C_NODE else dialect.MARK
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's does not subclass asyncio.Transport: no isinstance).

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 
+from inprocess import new_server
+
 from disque_server.cluster import clustermsg as cm
 from disque_server.cluster import dialect
+from disque_server.cluster.bus import BusLink
+from disque_server.cluster.node import ClusterNode
 from disque_server.job import ACTIVE, FIELDS, Job, job_to_fields
 
 ME = b"a" * 40
@@ -78,3 +82,32 @@ def test_what_disque_has_no_room_for_is_not_sent() -> None:
     jid = b"D-aaaaaaaa-" + b"x" * 24 + b"-05a1"
     assert dialect.to_clustermsgs(header(b"POSTPONE") + [jid, b"1000"], b"") == []
     assert dialect.to_clustermsgs(header(b"YOURJOBS") + [b"q"], b"") == []  # "nothing for you"
+
+
+def test_a_link_up_after_its_node_spoke_writes_the_nodes_dialect() -> None:
+    """Which bus a node speaks can be learned while our link to it connects: its
+    first message comes on its own link after our link was made (for a node not
+    heard from: clusterMsg with the mark) and before the link is the node's. The
+    link writes RESP once up. It used to write clusterMsg until the peer's reply
+    on it, and POSTPONE (NACK ... DELAY), which clusterMsg has no room for, was
+    dropped meanwhile: test_nack_delay_in_a_cluster's flake, a copy re-queued
+    before the delay."""
+    cluster = new_server().cluster
+    node = ClusterNode(OTHER, "127.0.0.1", 7712)
+    cluster.nodes[OTHER] = node
+    link = BusLink(cluster, node)  # made when the connection is (the protocol factory)
+    assert link.speaks_c and link.mark == dialect.MARK
+    node.kind = dialect.OURS  # (sender_of: a message from it, meanwhile)
+    cluster.link_up(node, link)
+    assert node.link is link
+    assert not link.speaks_c
+
+
+def test_a_link_up_to_a_disque_node_writes_clustermsg_without_the_mark() -> None:
+    cluster = new_server().cluster
+    node = ClusterNode(OTHER, "127.0.0.1", 7712)
+    cluster.nodes[OTHER] = node
+    link = BusLink(cluster, node)
+    node.kind = dialect.C_NODE
+    cluster.link_up(node, link)
+    assert link.speaks_c and link.mark == b""
