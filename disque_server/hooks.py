@@ -108,6 +108,12 @@ class Hooks:
         """A client has replies to send: they are written once every client of this
         event-loop pass has run (Server.flush_later)."""
 
+    # ---- from the job timers (jobs/registry.py) ----------------------------------------
+    def timer_due_sooner(self, at: int) -> None:
+        """A job's timer is due (``at``, ms) before the cron's next tick, which an
+        idle or quiet node set late: the tick comes at that time
+        (Server.tick_sooner)."""
+
     # ---- from maxmemory (eviction.py) --------------------------------------------------
     def client_buffers(self) -> int:
         """What the clients cost: each connection, and its input and output

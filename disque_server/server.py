@@ -20,7 +20,7 @@ from typing import Any, Final
 from disque_server import jobs, metrics, resp, tls
 from disque_server.aof import AOF
 from disque_server.client import Client, buffered_bytes
-from disque_server.clock import command_clock
+from disque_server.clock import command_clock, now_ms
 from disque_server.cluster import Cluster
 from disque_server.cluster.events import ClusterJobEvents
 from disque_server.collector import Collector
@@ -97,6 +97,9 @@ class NodeHooks(Hooks):
     def replies_ready(self, client: Client) -> None:
         self.server.flush_later(client)
 
+    def timer_due_sooner(self, at: int) -> None:
+        self.server.tick_sooner(at)
+
     def leaving_started(self) -> None:
         """Clients blocked in GETJOB must go elsewhere."""
         for client in list(self.server.clients):
@@ -154,6 +157,7 @@ class Server(NodeState):
         self.shutting_down = False
         self._last_second = 0
         self._cron_expected = 0.0
+        self._cron_timer: asyncio.TimerHandle | None = None
         self.collector = Collector()
         self.latency = LatencyMonitor()
         self.aof = self.job_events.aof = AOF(config, log, self.loop, self.jobs, self.queues)
@@ -454,9 +458,23 @@ class Server(NodeState):
     # ---- cron ------------------------------------------------------------------------
     def schedule_cron(self, period: float) -> None:
         self._cron_expected = time.monotonic() + period
-        self.loop.call_later(period, self.cron)
+        self._cron_timer = self.loop.call_later(period, self.cron)
+        # A tick later than 1 / hz (idle, quiet): a job timer set before it brings
+        # it forward (tick_sooner).
+        hz_period = 1 / self.config["hz"]
+        self.jobs.next_tick = now_ms() + int(period * 1000) if period > hz_period else 0
 
-    def cron_period(self, idle: bool) -> float:
+    def tick_sooner(self, at: int) -> None:
+        """The next tick at ``at`` (ms): a job's timer is due before the slow tick an
+        idle or quiet node had set (once a slow tick: Jobs.next_tick)."""
+        delay = max(at - now_ms(), 0) / 1000
+        if self._cron_timer is None or time.monotonic() + delay >= self._cron_expected:
+            return
+        self._cron_timer.cancel()
+        self._cron_expected = time.monotonic() + delay
+        self._cron_timer = self.loop.call_later(delay, self.cron)
+
+    def cron_period(self, idle: bool, now: int = 0) -> float:
         """Seconds to the next tick: 1 / hz, or IDLE_CRON_SLOWDOWN times that on an
         idle node (no client connected, no job registered). An idle node's cron has
         only the cluster bus to look after, whose times are in hundreds of ms (a
@@ -464,18 +482,35 @@ class Server(NodeState):
         as the tick's work: in an idle cluster of 50 nodes the cron was a third of
         each node's CPU. A client connecting brings the full rate back at the next
         tick (replies never wait for the cron). An idle tick skips the work of jobs
-        and clients (Server.cron)."""
+        and clients (Server.cron).
+
+        A quiet node (jobs, but no client connected and nothing in flight: most
+        nodes of a large cluster, holding copies of jobs added elsewhere) ticks as
+        slowly, but wakes when its first job timer is due (``now``: this tick's
+        clock, ms). A timer set meanwhile (a job added, delivered, replicated
+        here) that is due before the slow tick brings the tick forward
+        (tick_sooner)."""
         period = 1 / self.config["hz"]
-        if idle:
-            # Two ticks a protocol period all the same (cluster/detector.py): a
-            # probe's answer is due at the end of it, the others asked at half.
-            at_most = self.cluster.detector.period / 2000
-            return max(period, min(period * IDLE_CRON_SLOWDOWN, at_most))
-        return period
+        if not idle and not self.quiet():
+            return period
+        # Two ticks a protocol period all the same (cluster/detector.py): a
+        # probe's answer is due at the end of it, the others asked at half.
+        at_most = self.cluster.detector.period / 2000
+        slow = max(period, min(period * IDLE_CRON_SLOWDOWN, at_most))
+        if not idle:
+            due = self.jobs.next_awake()
+            if due:
+                slow = min(slow, max(period, (due - now) / 1000))
+        return slow
 
     def idle(self) -> bool:
         """No client connected, no job registered: the cron has only the bus to do."""
         return not self.clients and not len(self.jobs)
+
+    def quiet(self) -> bool:
+        """Jobs, but no client connected, no replication in flight, no job whose
+        timer was set this tick: nothing but the jobs' timers and the bus to do."""
+        return not self.clients and not self.cluster.replications and not self.jobs.unplaced
 
     def cron(self) -> None:
         self.stats.cron_ticks += 1
@@ -483,8 +518,8 @@ class Server(NodeState):
             int((time.monotonic() - self._cron_expected) * 1000),
             self.config["latency-monitor-threshold"],
         )
-        idle = self.idle()  # (once a tick: the period and the work follow from it)
-        period = self.cron_period(idle)
+        idle = self.idle()  # (once a tick: the work follows from it, and the period)
+        period = 1 / self.config["hz"]
         try:
             self.clock_s = time.time()
             now = int(self.clock_s * 1000)
@@ -494,7 +529,6 @@ class Server(NodeState):
                 self.output_limits.enforce(
                     self.clients, self.config["client-output-buffer-limit"], self.log
                 )
-            self.watchdog.tick(self.config["watchdog-period"], cron_hz(period), self.log.stream)
             self.cluster.cron(now)
             self.collector.cron()
             self.aof.cron()
@@ -503,6 +537,8 @@ class Server(NodeState):
             if now // 1000 != self._last_second:
                 self._last_second = now // 1000
                 self.once_per_second()
+            period = self.cron_period(idle, now)
+            self.watchdog.tick(self.config["watchdog-period"], cron_hz(period), self.log.stream)
         except Exception:
             self.log.warning("Error in cron:\n%s", traceback.format_exc())
         finally:

@@ -39,10 +39,11 @@ def build(
 ) -> tuple[Jobs, Queues, Acks]:
     """The registry, the queues and the acknowledgements of a node, each given the
     others it calls, and what it tells above (``events``: the cluster and the AOF;
-    ``hooks``: a blocked client to serve)."""
+    ``hooks``: a blocked client to serve, a timer due before the next tick)."""
     queues = Queues(hooks, events, loop)
     acks = Acks(events)
     jobs = Jobs(events, memory, log, queues, acks)
+    jobs.hooks = hooks
     queues.registry = jobs
     acks.jobs, acks.queues = jobs, queues
     return jobs, queues, acks

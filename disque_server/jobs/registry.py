@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Final
 from mypy_extensions import i64
 
 from disque_server.clock import now_ms
+from disque_server.hooks import Hooks
 from disque_server.job import (
     ACKED,
     ACTIVE,
@@ -164,6 +165,11 @@ class Jobs:
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
         self.unplaced: list[Job] = []  # awake time set since the last tick, not filed
+        # When the cron's next tick is, in ms, if an idle or quiet node set it later
+        # than 1 / hz (Server.cron_period); 0 if not. A timer set before it calls
+        # the tick sooner (hooks.timer_due_sooner).
+        self.next_tick = 0
+        self.hooks = Hooks()  # (jobs.build sets the server's)
         self.data_bytes = 0  # what the jobs cost (used_memory): JOB_BYTES + body each
         # data_bytes past which the next maxmemory level starts (refresh_memory sets
         # it): crossing it refreshes the level at once, not at the next cron tick.
@@ -243,6 +249,9 @@ class Jobs:
 
     def schedule(self, job: Job, at: int) -> None:
         """Set the job's awake time; the cron files it in its bucket (place_unplaced)."""
+        if at < self.next_tick:
+            self.next_tick = 0
+            self.hooks.timer_due_sooner(at)
         if job.flags & FLAG_UNPLACED:
             job.awake = at
             return
@@ -269,6 +278,12 @@ class Jobs:
             bucket.add(job)
         if len(heap) > 2 * len(buckets) + HEAP_SLACK:
             self.compact_heap()
+
+    def next_awake(self) -> int:
+        """When the first filed job is due, in ms (0: none filed): the time of the
+        earliest bucket, or sooner (a bucket emptied early keeps its heap key)."""
+        heap = self.bucket_heap
+        return heap[0] * BUCKET_MS if heap else 0
 
     def unfile(self, job: Job) -> None:
         """Take a filed job out of its bucket; an emptied bucket goes at once."""
