@@ -2,7 +2,7 @@
 stderr and exit status 2 for a command line that does not parse (redis-cli's
 manner, no usage box), the app's own status otherwise, never a traceback.
 
-Used by disque-benchmark, disque-check-aof and ``python -m disque_spark.report``.
+Used by disque-benchmark, disque-check-aof, disque-tui and ``python -m disque_spark.report``.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from redis.exceptions import RedisError
 
 from disque.protocol import HelloError, connect, parse_hello
 from disque.tls import TLS, TLS_OPTIONS, TLSError, closed_hint, handshake_failure
+from disque.typer_main import run_app
 
 if TYPE_CHECKING:
     from disque_tui.poller import Poller
@@ -218,12 +219,9 @@ def print_once(poller: Poller) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """The command (``argv``: its arguments, else sys.argv's): its exit status. A bad
-    option is a usage message and status 2, as in any typer command."""
-    try:
-        app(args=argv, prog_name=PROG)
-    except SystemExit as done:
-        return done.code if isinstance(done.code, int) else int(done.code is not None)
-    return 0
+    option is one line on stderr and status 2, as in the project's other commands
+    (disque/typer_main.run_app)."""
+    return run_app(app, argv, PROG)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,9 @@ def test_arguments_like_redis_cli() -> None:
         assert flag in result.stdout
     bad = run_tui("--interval", "0")
     assert bad.returncode == 2 and "must be positive" in bad.stderr
+    assert bad.stderr.startswith("disque-tui: ") and len(bad.stderr.splitlines()) == 1
+    unknown = run_tui("--no-such-option")
+    assert unknown.returncode == 2 and len(unknown.stderr.splitlines()) == 1
 
 
 @pytest.mark.parametrize("key", ["q", "\x03"], ids=["q", "ctrl-c"])
