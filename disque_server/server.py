@@ -513,6 +513,10 @@ class Server(NodeState):
         return not self.clients and not self.cluster.replications and not self.jobs.unplaced
 
     def cron(self) -> None:
+        # This tick's timer has fired: a timer set during the tick must not start a
+        # second chain of ticks (tick_sooner); schedule_cron sets both again.
+        self._cron_timer = None
+        self.jobs.next_tick = 0
         self.stats.cron_ticks += 1
         self.latency.record_stall(
             int((time.monotonic() - self._cron_expected) * 1000),
