@@ -226,25 +226,58 @@ def jobs_message(
     """A REPLJOB or YOURJOBS of serialized jobs (``encode`` without a Message: a
     node of ours sends one per job replicated to a C node)."""
     data = b"".join(jobs) if len(jobs) != 1 else jobs[0]
-    header = pack_header(mtype, 0, sender, port, flags, 0, mark, COUNTS.size + len(data))
-    return b"".join((header, COUNTS.pack(len(jobs), len(data)), data))
+    size = HEADER_LEN + COUNTS.size + len(data)
+    return b"".join(
+        (
+            SIG,
+            size.to_bytes(4, "big"),
+            header_tail(mtype, sender, port, flags, mark),
+            COUNTS.pack(len(jobs), len(data)),
+            data,
+        )
+    )
+
+
+_header_tails: Final[dict[tuple[int, bytes, int, int, bytes], bytes]] = {}
+
+
+def header_tail(mtype: int, sender: bytes, port: int, flags: int, mark: bytes) -> bytes:
+    """A header after its totlen (count 0, state ok, no mflags), packed once: a node
+    sends every REPLJOB with the same few (its own name, port and flags)."""
+    key = (mtype, sender, port, flags, mark)
+    tail = _header_tails.get(key)
+    if tail is None:
+        if len(_header_tails) >= 256:
+            _header_tails.clear()
+        tail = _header_tails[key] = pack_header(mtype, 0, sender, port, flags, 0, mark, 0)[8:]
+    return tail
 
 
 def job_id_data(job_id: bytes, aux: int) -> bytes:
     return JOB_ID.pack(padded(job_id, NAME_LEN), aux)
 
 
-def message_length(buf: bytes) -> int:
-    """The length of the message at the start of ``buf`` (its first 8 bytes), or 0
-    when fewer than 8 bytes are there. MessageError when it is not a message."""
-    if len(buf) < 8:
+def message_length(buf: bytes, pos: int = 0) -> int:
+    """The length of the message at ``buf[pos:]`` (its first 8 bytes), or 0 when
+    fewer than 8 bytes are there. MessageError when it is not a message."""
+    if len(buf) - pos < 8:
         return 0
-    if buf[:4] != SIG:
+    if buf[pos : pos + 4] != SIG:
         raise MessageError("no DbuZ signature")
-    (totlen,) = struct.unpack_from("!I", buf, 4)
+    totlen = u32_big(buf, pos + 4)
     if totlen < HEADER_LEN:
         raise MessageError(f"a message of {totlen} bytes is shorter than its header")
-    return int(totlen)
+    return totlen
+
+
+# Integers read by index, not by a Struct: a call and a tuple each (about 100 ns
+# compiled, against 7), on every message a C node sends.
+def u32_big(buf: bytes, pos: int) -> int:
+    return buf[pos] << 24 | buf[pos + 1] << 16 | buf[pos + 2] << 8 | buf[pos + 3]
+
+
+def u32_little(buf: bytes, pos: int) -> int:
+    return buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16 | buf[pos + 3] << 24
 
 
 def decode(buf: bytes) -> Message:
@@ -287,7 +320,7 @@ def decode(buf: bytes) -> Message:
         expect(len(data) >= COUNTS.size, mtype, totlen)
         numjobs, datasize = COUNTS.unpack_from(data)
         expect(len(data) == COUNTS.size + datasize, mtype, totlen)
-        msg.jobs = split_jobs(bytes(data[COUNTS.size :]), numjobs)
+        msg.jobs = split_jobs(buf, numjobs, HEADER_LEN + COUNTS.size)
     elif mtype in JOB_ID_TYPES:
         expect(len(data) == JOB_ID.size, mtype, totlen)
         msg.job_id, msg.aux = JOB_ID.unpack_from(data)
@@ -307,19 +340,20 @@ def expect(ok: bool, mtype: int, totlen: int) -> None:
         raise MessageError(f"a {name} of {totlen} bytes does not match its layout")
 
 
-def split_jobs(data: bytes, numjobs: int) -> list[bytes]:
-    """The serialized jobs of a REPLJOB or YOURJOBS, each with its length prefix."""
+def split_jobs(data: bytes, numjobs: int, pos: int = 0, end: int = -1) -> list[bytes]:
+    """The serialized jobs of a REPLJOB or YOURJOBS (``data[pos:end]``, to its end
+    by default), each with its length prefix."""
     jobs = []
-    pos = 0
+    if end < 0:
+        end = len(data)
     for _ in range(numjobs):
-        if pos + 4 > len(data):
+        if pos + 4 > end:
             raise MessageError("a job's length past the end of the message")
-        (length,) = struct.unpack_from("<I", data, pos)
-        end = pos + 4 + length
-        if end > len(data):
+        stop = pos + 4 + u32_little(data, pos)
+        if stop > end:
             raise MessageError("a job past the end of the message")
-        jobs.append(data[pos:end])
-        pos = end
-    if pos != len(data):
+        jobs.append(data[pos:stop])
+        pos = stop
+    if pos != end:
         raise MessageError("bytes after the jobs")
     return jobs

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from inprocess import new_server
 
+from disque_server.clock import now_ms
 from disque_server.cluster import clustermsg as cm
 from disque_server.cluster import dialect
 from disque_server.cluster.bus import BusLink
 from disque_server.cluster.node import ClusterNode
 from disque_server.job import ACTIVE, FIELDS, Job, job_to_fields
+from disque_server.resp import bulk_array
 
 ME = b"a" * 40
 OTHER = b"b" * 40
@@ -111,3 +114,49 @@ def test_a_link_up_to_a_disque_node_writes_clustermsg_without_the_mark() -> None
     node.kind = dialect.C_NODE
     cluster.link_up(node, link)
     assert link.speaks_c and link.mark == b""
+
+
+def c_stream(mark: bytes) -> tuple[bytes, list[Job]]:
+    """clusterMsg on a link: three REPLJOBs, three GOTJOBs (about jobs not here),
+    two more REPLJOBs: three runs, eight messages (``mark``: from a node of ours
+    not yet known to be ours, as dialect.MARK says)."""
+    jobs = []
+    for i in range(5):
+        job = Job(b"D-bbbbbbbb-%024d-05a1" % i, ACTIVE, int(time.time()) + 100, 30)
+        job.queue, job.body, job.nodes_delivered = b"q", b"body %d" % i, (ME, OTHER)
+        jobs.append(job)
+    c_header = [b"REPLJOB", OTHER, b"7712", b"-"]
+    repljobs = [dialect.repljob_message(c_header, job, mark) for job in jobs]
+    unknown = [b"D-cccccccc-%024d-05a1" % i for i in range(3)]
+    gotjobs = dialect.to_clustermsgs([b"GOTJOB", OTHER, b"7712", b"-", *unknown], mark)
+    return b"".join(repljobs[:3] + gotjobs + repljobs[3:]), jobs
+
+
+@pytest.mark.parametrize("size", [1, 7, 144, 200, 1000, 1 << 20])
+@pytest.mark.parametrize("kind", [dialect.C_NODE, dialect.OURS])
+def test_clustermsgs_read_the_same_however_the_reads_split_them(size: int, kind: int) -> None:
+    """A run of clusterMsgs of one sender is handled as one (bus.read_clustermsgs),
+    looked at as bytes; a message split between reads is held until its end
+    comes. A node of ours (its clusterMsgs marked) then switches to RESP."""
+    server = new_server()
+    cluster = server.cluster
+    node = ClusterNode(OTHER, "127.0.0.1", 7712)
+    node.kind = kind
+    node.connect_attempt = now_ms() + 3_600_000  # (no link attempt from a unit test)
+    cluster.nodes[OTHER] = node
+    stream, jobs = c_stream(b"" if kind == dialect.C_NODE else dialect.MARK)
+    if kind == dialect.OURS:
+        gotjob = [b"GOTJOB", OTHER, b"7712", b"-", b"D-dddddddd-" + b"0" * 24 + b"-05a1"]
+        stream += bulk_array(gotjob)
+    link = BusLink(cluster, None)
+    for i in range(0, len(stream), size):
+        link.data_received(stream[i : i + size])
+    assert cluster.messages_received == (8 if kind == dialect.C_NODE else 9)
+    for job in jobs:
+        copy = server.jobs.lookup(job.id)
+        assert copy is not None and copy.body == job.body and copy.queue == b"q"
+    assert link.peer_kind == kind and node.kind == kind
+    if kind == dialect.C_NODE:
+        assert link.c_input == bytearray()  # nothing held after the last message
+    else:
+        assert link.c_input is None  # RESP from then on
