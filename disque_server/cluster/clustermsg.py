@@ -226,16 +226,25 @@ def jobs_message(
     """A REPLJOB or YOURJOBS of serialized jobs (``encode`` without a Message: a
     node of ours sends one per job replicated to a C node)."""
     data = b"".join(jobs) if len(jobs) != 1 else jobs[0]
-    size = HEADER_LEN + COUNTS.size + len(data)
-    return b"".join(
-        (
-            SIG,
-            size.to_bytes(4, "big"),
-            header_tail(mtype, sender, port, flags, mark),
-            COUNTS.pack(len(jobs), len(data)),
-            data,
-        )
-    )
+    tail = header_tail(mtype, sender, port, flags, mark)
+    return jobs_prefix(tail, len(jobs), len(data)) + data
+
+
+_jobs_prefixes: Final[dict[tuple[bytes, int, int], bytes]] = {}
+
+
+def jobs_prefix(tail: bytes, numjobs: int, size: int) -> bytes:
+    """What comes before ``size`` bytes of jobs: the header and the counts, made
+    once: the same for every job of one size a node replicates."""
+    key = (tail, numjobs, size)
+    prefix = _jobs_prefixes.get(key)
+    if prefix is None:
+        if len(_jobs_prefixes) >= 1024:
+            _jobs_prefixes.clear()
+        totlen = HEADER_LEN + COUNTS.size + size
+        prefix = SIG + totlen.to_bytes(4, "big") + tail + COUNTS.pack(numjobs, size)
+        _jobs_prefixes[key] = prefix
+    return prefix
 
 
 _header_tails: Final[dict[tuple[int, bytes, int, int, bytes], bytes]] = {}
