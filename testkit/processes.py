@@ -52,19 +52,37 @@ def port_free(port: int) -> bool:
     return True
 
 
+def port_range() -> tuple[int, int]:
+    """The client ports this process may hand out (both ends included): all of
+    10000 .. 32767 - 10000, or, in a pytest-xdist worker (PYTEST_XDIST_WORKER
+    "gw<i>" of PYTEST_XDIST_WORKER_COUNT), a slice of its own, so that two
+    workers never pick the same free port at once and race to bind it."""
+    low, high = 10000, 32767 - BUS_OFFSET
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if worker.startswith("gw") and worker[2:].isdigit() and count > 1:
+        index = int(worker[2:]) % count
+        size = (high - low + 1) // count
+        low += index * size
+        high = low + size - 1
+    return low, high
+
+
 def free_port(bus: bool = True) -> int:
     """A free port below 32768, so that outgoing connections (ephemeral ports) cannot
     take it between this check and the bind; with ``bus``, port + 10000 is free too.
-    Never one handed out before in this process."""
+    Never one handed out before in this process, nor one another test worker may
+    hand out (port_range)."""
+    low, high = port_range()
     for _ in range(1000):
-        port = random.randint(10000, 32767 - BUS_OFFSET)
+        port = random.randint(low, high)
         wanted = (port, port + BUS_OFFSET) if bus else (port,)
         if any(p in _given for p in wanted):
             continue
         if all(port_free(p) for p in wanted):
             _given.update(wanted)
             return port
-    raise RuntimeError("no free port pair (port, port + 10000) found below 32768")
+    raise RuntimeError(f"no free port pair (port, port + 10000) found in {low}-{high}")
 
 
 def node_argv(

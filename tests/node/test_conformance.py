@@ -18,7 +18,7 @@ from testkit.conformance import (
     replay,
 )
 from testkit.nodes import ClusterOfNodes, Node
-from testkit.processes import port_free
+from testkit.processes import port_free, port_range
 
 
 def test_recording_parses() -> None:
@@ -41,8 +41,9 @@ def test_single_node_matches_recording(node: Node) -> None:
 
 def consecutive_free_ports(n: int) -> int:
     """A base port such that base .. base+n-1 and their bus ports are all free."""
+    low, high = port_range()  # (this test worker's ports)
     for _ in range(1000):
-        base = random.randint(10000, 22700 - n)
+        base = random.randint(low, high - n)
         if all(port_free(p) and port_free(p + 10000) for p in range(base, base + n)):
             return base
     raise RuntimeError("no run of free ports found")
