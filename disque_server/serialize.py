@@ -89,18 +89,32 @@ def node_ids(job: Job) -> tuple[int, bytes]:
 
 def serialize_job(job: Job, storage: bool = True) -> bytes:
     """The job as Disque's serializeJob writes it (``storage``: SER_STORAGE)."""
-    queue = job.queue or b""
-    body = job.body or b""
-    count, nodes = node_ids(job)
     flags = c_flags(job.flags)
     etime = job.etime
     if not storage:
         now = int(time.time())
         etime = etime - now + 1 if etime >= now else 1
         flags &= ~C_DELIVERED
-    packer = job_layout(len(queue), len(body), len(nodes))
+    return pack_job(job, flags, etime, False)
+
+
+def loadjob_record(job: Job) -> bytes:
+    """The AOF's ``LOADJOB <serialized job>`` (Disque's AOFLoadJob) as RESP, packed by
+    one Struct call per job (a rewrite writes millions: two copies of each, the
+    serialized job and then its framing, cost a third more)."""
+    return pack_job(job, c_flags(job.flags), job.etime, True)
+
+
+def pack_job(job: Job, flags: int, etime: int, framed: bool) -> bytes:
+    """The serialized job (with C's ``flags`` and expire time ``etime``), as a
+    LOADJOB record when ``framed``, in one Struct call (job_layout)."""
+    queue = job.queue or b""
+    body = job.body or b""
+    count, nodes = node_ids(job)
+    packer, prefix, suffix, length = job_layout(len(queue), len(body), len(nodes), framed)
     return packer.pack(
-        packer.size - 4,
+        prefix,
+        length,
         job.id,
         C_STATE[job.state],
         flags,
@@ -117,68 +131,35 @@ def serialize_job(job: Job, storage: bool = True) -> bytes:
         body,
         count,
         nodes,
+        suffix,
     )
 
 
-_job_layouts: Final[dict[tuple[int, int, int], struct.Struct]] = {}
+# (queue, body, node IDs lengths) -> (a Struct packing the whole job, the LOADJOB
+# record's RESP prefix and suffix or b"", the serialized job's length), plain and
+# framed: most jobs of a node share a few shapes.
+Layout = tuple[struct.Struct, bytes, bytes, int]
+_plain_layouts: Final[dict[tuple[int, int, int], Layout]] = {}
+_framed_layouts: Final[dict[tuple[int, int, int], Layout]] = {}
 
 
-def job_layout(queue_len: int, body_len: int, nodes_len: int) -> struct.Struct:
-    """A Struct packing a whole serialized job of that shape in one call (a job
-    replicated to C nodes was six pieces and a join); a node's jobs share a few."""
+def job_layout(queue_len: int, body_len: int, nodes_len: int, framed: bool) -> Layout:
+    """How a job of that shape packs in one call (a job replicated to C nodes was
+    six pieces and a join)."""
+    layouts = _framed_layouts if framed else _plain_layouts
     shape = (queue_len, body_len, nodes_len)
-    packer = _job_layouts.get(shape)
-    if packer is None:
-        if len(_job_layouts) >= 4096:
-            _job_layouts.clear()
-        layout = f"{HEAD.format}I{queue_len}sI{body_len}sI{nodes_len}s"
-        packer = _job_layouts[shape] = struct.Struct(layout)
-    return packer
-
-
-# (queue, body, node IDs lengths) -> (a Struct packing the whole record, its RESP
-# prefix, the serialized job's length): most jobs of a node share a few shapes.
-_record_shapes: Final[dict[tuple[int, int, int], tuple[struct.Struct, bytes, int]]] = {}
-
-
-def loadjob_record(job: Job) -> bytes:
-    """The AOF's ``LOADJOB <serialized job>`` (Disque's AOFLoadJob) as RESP, packed by
-    one Struct call per job (a rewrite writes millions: two copies of each, the
-    serialized job and then its framing, cost a third more)."""
-    queue = job.queue or b""
-    body = job.body or b""
-    count, nodes = node_ids(job)
-    shape = (len(queue), len(body), len(nodes))
-    known = _record_shapes.get(shape)
+    known = layouts.get(shape)
     if known is None:
-        if len(_record_shapes) >= 4096:
-            _record_shapes.clear()
-        length = HEAD_LEN - 4 + 12 + len(queue) + len(body) + len(nodes)
-        prefix = b"*2\r\n$7\r\nLOADJOB\r\n$%d\r\n" % (length + 4)
-        layout = f"<{len(prefix)}s{HEAD.format[1:]}I{len(queue)}sI{len(body)}sI{len(nodes)}s2s"
-        known = _record_shapes[shape] = (struct.Struct(layout), prefix, length)
-    packer, prefix, length = known
-    return packer.pack(
-        prefix,
-        length,
-        job.id,
-        C_STATE[job.state],
-        c_flags(job.flags),
-        min(job.repl, U16_MAX),
-        min(max(job.etime, 0), U32_MAX),
-        job.ctime,
-        min(job.delay, U32_MAX),
-        min(job.retry, U32_MAX),
-        min(job.nacks, U16_MAX),
-        min(job.deliveries, U16_MAX),
-        len(queue),
-        queue,
-        len(body),
-        body,
-        count,
-        nodes,
-        b"\r\n",
-    )
+        if len(layouts) >= 4096:
+            layouts.clear()
+        length = HEAD_LEN - 4 + 12 + queue_len + body_len + nodes_len
+        prefix = b"*2\r\n$7\r\nLOADJOB\r\n$%d\r\n" % (length + 4) if framed else b""
+        suffix = b"\r\n" if framed else b""
+        layout = (
+            f"<{len(prefix)}s{HEAD.format[1:]}I{queue_len}sI{body_len}sI{nodes_len}s{len(suffix)}s"
+        )
+        known = layouts[shape] = (struct.Struct(layout), prefix, suffix, length)
+    return known
 
 
 def deserialize_job(data: bytes, pos: int = 0, storage: bool = True) -> tuple[Job, int]:
@@ -231,13 +212,19 @@ def counted(data: bytes, pos: int, stop: int, unit: int) -> tuple[bytes, int]:
     """A u32 count of ``unit``-byte items and the items, ending before ``stop``."""
     if pos + 4 > stop:
         raise SerializeError("truncated field")
-    # (by index, not a Struct's unpack_from: a call and a tuple, thrice a job replicated)
-    count = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16 | data[pos + 3] << 24
+    count = u32_little(data, pos)
     pos += 4
     size = count * unit
     if pos + size > stop:
         raise SerializeError("field past the end of the job")
     return data[pos : pos + size], pos + size
+
+
+def u32_little(data: bytes, pos: int) -> int:
+    """A little-endian u32 (the layout's counts and lengths), read by index: a Struct's
+    unpack_from is a call and a tuple, about 100 ns compiled against 7, and a job
+    replicated from a C node has four of them."""
+    return data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16 | data[pos + 3] << 24
 
 
 assert HEAD_LEN == 4 + ID_LEN + 28  # C's JOB_STRUCT_SER_LEN is 68
