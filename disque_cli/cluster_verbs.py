@@ -45,13 +45,14 @@ NODE_COLUMNS = (
 
 
 def server_kind(member: Member) -> str:
-    """Which server answers: "C" (Disque 1.0-rc1's disque-server: its build ID is 16
-    hex digits) or "python" (ours: the interpreter and build, such as
+    """Which server answers: "C" (Disque 1.0-rc1's disque-server: its build ID is a
+    64-bit hash printed with %llx, up to 16 hex digits, fewer when it starts with
+    zeros) or "python" (ours: the interpreter and build, such as
     "cpython-3.11.7-mypyc"); during a rolling upgrade the cluster has both."""
     build = member.info.get("disque_build_id", "")
     if not build:
         return "?"
-    if len(build) == 16 and all(c in "0123456789abcdef" for c in build):
+    if len(build) <= 16 and all(c in "0123456789abcdef" for c in build):
         return "C"
     return "python"
 
