@@ -259,6 +259,7 @@ FIELDS: Final = 12
 SHARED_MAX: Final = 4096
 _shared_names: Final[dict[bytes, bytes]] = {}
 _shared_node_ids: Final[dict[bytes, tuple[bytes, ...]]] = {}
+_shared_node_id_runs: Final[dict[bytes, tuple[bytes, ...]]] = {}
 
 
 def shared_name(name: bytes) -> bytes:
@@ -277,6 +278,19 @@ def shared_node_ids(field: bytes) -> tuple[bytes, ...]:
         if len(_shared_node_ids) >= SHARED_MAX:
             _shared_node_ids.clear()
         value = _shared_node_ids[field] = tuple(field.split())
+    return value
+
+
+def shared_node_id_run(run: bytes) -> tuple[bytes, ...]:
+    """The node IDs of a run of 40-byte IDs end to end (a serialized job's), as one
+    tuple shared by equal runs: the slicing was a third of a deserialize_job."""
+    value = _shared_node_id_runs.get(run)
+    if value is None:
+        if len(_shared_node_id_runs) >= SHARED_MAX:
+            _shared_node_id_runs.clear()
+        value = _shared_node_id_runs[run] = tuple(
+            run[i : i + ID_LEN] for i in range(0, len(run) - ID_LEN + 1, ID_LEN)
+        )
     return value
 
 

@@ -23,10 +23,9 @@ in Disque: a loaded job considers re-queueing after DELAY + RETRY from now.
 from __future__ import annotations
 
 import struct
-import time
 from typing import Final
 
-from disque_server.clock import now_ms
+from disque_server.clock import now_ms, now_s
 from disque_server.job import (
     ACKED,
     ACTIVE,
@@ -39,6 +38,7 @@ from disque_server.job import (
     Job,
     shared_int,
     shared_name,
+    shared_node_id_run,
     valid_job_id,
 )
 
@@ -92,7 +92,7 @@ def serialize_job(job: Job, storage: bool = True) -> bytes:
     flags = c_flags(job.flags)
     etime = job.etime
     if not storage:
-        now = int(time.time())
+        now = now_s()
         etime = etime - now + 1 if etime >= now else 1
         flags &= ~C_DELIVERED
     return pack_job(job, flags, etime, False)
@@ -187,16 +187,16 @@ def deserialize_job(data: bytes, pos: int = 0, storage: bool = True) -> tuple[Jo
     nodes, p = counted(data, p, stop, NODE_ID_LEN)
     if p != stop:
         raise SerializeError("length prefix does not match the fields")
+    now = now_ms()
     if not storage:
-        etime = int(time.time()) + etime
+        etime = now // 1000 + etime
     job = Job(jid, state, shared_int(etime), shared_int(retry))
     job.queue = shared_name(queue)
     job.body = body
     job.repl, job.ctime, job.delay = repl, ctime, delay
     job.nacks, job.deliveries = nacks, deliv
     job.flags = flags_of_c(flags) & ~FLAG_BCAST_WILLQUEUE
-    job.nodes_delivered = tuple(nodes[i : i + NODE_ID_LEN] for i in range(0, len(nodes), 40))
-    now = now_ms()
+    job.nodes_delivered = shared_node_id_run(nodes)
     if retry:
         job.flags |= FLAG_BCAST_WILLQUEUE
         job.qtime = job.requeue_at(now, delay)

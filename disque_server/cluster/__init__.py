@@ -47,6 +47,7 @@ from disque_server.config import Config, ConfigError, atomic_write
 from disque_server.job import Job, job_to_fields
 from disque_server.listener import as_protocol
 from disque_server.resp import bulk_array
+from disque_server.serialize import serialize_job
 
 if TYPE_CHECKING:
     from disque_server.state import NodeState
@@ -304,8 +305,10 @@ class Cluster:
             link.send_clustermsgs_encoded(c_messages)
 
     def send_repljob_to_ids(self, ids: Iterable[bytes], job: Job) -> None:
-        """REPLJOB of one job: batched toward nodes of ours, serialized from the Job
-        once toward the C nodes (dialect.repljob_message)."""
+        """REPLJOB of one job: serialized once as Disque does (serialize_job) for the C
+        nodes and the nodes of ours that take it (dialect.SERIALIZED_JOBS), batched
+        toward the nodes of ours; as our FIELDS fields to older nodes of ours."""
+        serialized = b""
         fields: list[bytes] = []
         c_message = b""
         c_mark = b""
@@ -313,14 +316,20 @@ class Cluster:
             link = self.link_to(node_id)
             if link is None:
                 continue
-            if not link.speaks_c:
+            if not serialized and (link.speaks_c or link.takes_serialized_jobs):
+                serialized = serialize_job(job, storage=False)
+            if link.takes_serialized_jobs and not link.speaks_c:
+                link.send_batched(b"REPLJOB", serialized)
+            elif not link.speaks_c:
                 fields = fields or job_to_fields(job)
                 link.send_batched(b"REPLJOB", *fields)
-                continue
-            if not c_message or link.mark != c_mark:
-                c_message = dialect.repljob_message(self.header(b"REPLJOB"), job, link.mark)
-                c_mark = link.mark
-            link.send_clustermsgs_encoded([c_message])
+            else:
+                if not c_message or link.mark != c_mark:
+                    c_message = dialect.repljob_message(
+                        self.header(b"REPLJOB"), serialized, link.mark
+                    )
+                    c_mark = link.mark
+                link.send_clustermsgs_encoded([c_message])
 
     def other_owners(self, job: Job) -> list[bytes]:
         """The nodes besides this one that hold a copy of the job."""
@@ -366,6 +375,8 @@ class Cluster:
         if node is None:
             return
         mtype = msg[0]
+        if mtype == b"PONG" and msg[3] == dialect.SERIALIZED_JOBS:
+            link.takes_serialized_jobs = True  # (our link to it: PING is answered on it)
         handler = HANDLERS.get(mtype)
         if handler is not None:
             self.received_by_type[mtype] += 1

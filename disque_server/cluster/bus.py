@@ -13,7 +13,9 @@ a link that sends an array inside a message, or a count out of bounds, is
 closed.
 
 ``sender-flags`` is ``leaving`` or ``-``: every message carries it, so a
-node's LEAVING state spreads as fast as any traffic. The message set is the
+node's LEAVING state spreads as fast as any traffic. A PONG of a node that is
+not leaving says ``serialized-jobs`` there instead: what it reads beyond the
+first version of our bus (``dialect.SERIALIZED_JOBS``). The message set is the
 README's state machine: MEET PING PONG FAIL (membership and failure
 detection), REPLJOB GOTJOB ENQUEUE (replication), WILLQUEUE QUEUED WORKING
 (re-queue), SETACK GOTACK DELJOB (ACK garbage collection), NEEDJOBS
@@ -112,6 +114,9 @@ class BusLink:
         self.c_input: bytearray | None = None
         self.heard = False  # anything read on this link yet
         self.peer_kind = OURS  # what the last message read says its sender is
+        # The peer's PONG on this link said SERIALIZED_JOBS (dialect.py): a REPLJOB's
+        # jobs go to it serialized, not as fields.
+        self.takes_serialized_jobs = False
 
     def write_as(self, kind: int) -> None:
         """Write what a peer of that kind reads (before the first message)."""

@@ -43,6 +43,13 @@ OURS: Final = 2
 
 MARK: Final = b"disque-python/1"
 
+# What a node of ours puts in its PONG's sender-flags (bus.py) when not leaving:
+# it reads a REPLJOB's jobs serialized as Disque does (serialize.py), one part a
+# job. The link the PONG came on (ours to that node, which a restart closes) then
+# sends them so; until then, and to a node of ours older than this word, our
+# FIELDS fields (replication.py).
+SERIALIZED_JOBS: Final = b"serialized-jobs"
+
 # QUEUED's counter (requeue.py) as the INCR flags of Disque's
 QUEUED_FLAGS: Final = {NACK: clustermsg.INCR_NACKS, DELIVERY: clustermsg.INCR_DELIV}
 
@@ -232,18 +239,14 @@ def header_flags(sender_flags: bytes) -> int:
     return clustermsg.NODE_MYSELF
 
 
-def repljob_message(header: list[bytes], job: Job, mark: bytes) -> bytes:
-    """A REPLJOB of one job as Disque reads it, serialized from the Job itself as
-    Disque's clusterReplicateJob does, not through our fields and back (one
-    conversion instead of three). The receiver takes the copy as active whatever
-    state it says (Disque's REPLJOB handler)."""
+def repljob_message(header: list[bytes], serialized: bytes, mark: bytes) -> bytes:
+    """A REPLJOB of one job as Disque reads it: the job ``serialize_job(job,
+    storage=False)`` made, as Disque's clusterReplicateJob does, not through our
+    fields and back (one conversion instead of three; the same bytes go to nodes of
+    ours that take them). The receiver takes the copy as active whatever state it
+    says (Disque's REPLJOB handler)."""
     return clustermsg.jobs_message(
-        clustermsg.REPLJOB,
-        header[1],
-        int(header[2]),
-        header_flags(header[3]),
-        mark,
-        [serialize_job(job, storage=False)],
+        clustermsg.REPLJOB, header[1], int(header[2]), header_flags(header[3]), mark, [serialized]
     )
 
 

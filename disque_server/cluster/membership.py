@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms, pick
 from disque_server.cluster import detector as detector_mod
-from disque_server.cluster.dialect import C_NODE, OURS
+from disque_server.cluster.dialect import C_NODE, OURS, SERIALIZED_JOBS
 from disque_server.cluster.node import (
     FAIL,
     FAILING,
@@ -285,10 +285,20 @@ def sync_members(cluster: Cluster) -> None:
         detector.remove(node_id)
 
 
+def pong_header(cluster: Cluster) -> list[bytes]:
+    """PONG's header, whose sender-flags say what this node reads beyond the first
+    version of our bus (dialect.SERIALIZED_JOBS), unless it is leaving: a node of
+    ours before that word knows only "leaving" there, and it must still see it."""
+    header = cluster.header(b"PONG")
+    if not cluster.leaving:
+        header[3] = SERIALIZED_JOBS
+    return header
+
+
 def on_meet(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     if node.ip == "" and link.peer_ip:
         node.ip = link.peer_ip
-    link.send(cluster.header(b"PONG") + gossip_payload(cluster, node))
+    link.send(pong_header(cluster) + gossip_payload(cluster, node))
     learn_tls_port(cluster, node, payload)
     process_gossip(cluster, node, payload)
     if node.link is None:
@@ -296,7 +306,7 @@ def on_meet(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[by
 
 
 def on_ping(cluster: Cluster, node: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
-    link.send(cluster.header(b"PONG") + gossip_payload(cluster, node))
+    link.send(pong_header(cluster) + gossip_payload(cluster, node))
     send_reports(cluster, node, now_ms())
     learn_tls_port(cluster, node, payload)
     process_gossip(cluster, node, payload)

@@ -22,12 +22,14 @@ from disque_server.job import (
     FIELDS,
     FLAG_BCAST_QUEUED,
     FLAG_BCAST_WILLQUEUE,
+    ID_LEN,
     WAIT_REPL,
     Job,
     job_from_fields,
 )
 from disque_server.jobs.blocking import BlockedAddJob
 from disque_server.jobs.queue import PAUSED_IN
+from disque_server.serialize import SerializeError, deserialize_job
 
 if TYPE_CHECKING:
     from disque_server.client import Client
@@ -235,12 +237,33 @@ def reply_norepl(cluster: Cluster, rep: Replication, error: bytes) -> None:
 
 
 def on_repljob(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
-    """Jobs (FIELDS fields each, one or many) another node is adding. (A C node's
-    come as Jobs: Cluster.handle_repljobs.)"""
-    for i in range(0, len(payload), FIELDS):
-        job = job_from_fields(payload[i : i + FIELDS], ACTIVE)
+    """Jobs (one or many) a node of ours is adding, each either serialized as Disque
+    does, in one part (from a node our PONG told we take that:
+    dialect.SERIALIZED_JOBS), or as FIELDS fields, the first its 40-byte ID (from an
+    older node of ours; never 40 bytes serialized). A job that does not read is
+    skipped: no GOTJOB, as Disque. (A C node's come as Jobs:
+    Cluster.handle_repljobs.)"""
+    i = 0
+    end = len(payload)
+    while i < end:
+        job: Job | None = None
+        if len(payload[i]) == ID_LEN:
+            job = job_from_fields(payload[i : i + FIELDS], ACTIVE)
+            i += FIELDS
+        else:
+            job = serialized_copy(payload[i])
+            i += 1
         if job is not None:
             keep_copy(cluster, sender, job)
+
+
+def serialized_copy(data: bytes) -> Job | None:
+    """The job a REPLJOB serialized (active, as every copy received), or None."""
+    try:
+        job, stop = deserialize_job(data, storage=False)
+    except SerializeError:
+        return None
+    return job if stop == len(data) else None
 
 
 def keep_copy(cluster: Cluster, sender: ClusterNode, job: Job) -> None:

@@ -14,6 +14,7 @@ from disque_server.cluster.bus import BusLink
 from disque_server.cluster.node import ClusterNode
 from disque_server.job import ACTIVE, FIELDS, Job, job_to_fields
 from disque_server.resp import bulk_array
+from disque_server.serialize import serialize_job
 
 ME = b"a" * 40
 OTHER = b"b" * 40
@@ -126,7 +127,9 @@ def c_stream(mark: bytes) -> tuple[bytes, list[Job]]:
         job.queue, job.body, job.nodes_delivered = b"q", b"body %d" % i, (ME, OTHER)
         jobs.append(job)
     c_header = [b"REPLJOB", OTHER, b"7712", b"-"]
-    repljobs = [dialect.repljob_message(c_header, job, mark) for job in jobs]
+    repljobs = [
+        dialect.repljob_message(c_header, serialize_job(job, storage=False), mark) for job in jobs
+    ]
     unknown = [b"D-cccccccc-%024d-05a1" % i for i in range(3)]
     gotjobs = dialect.to_clustermsgs([b"GOTJOB", OTHER, b"7712", b"-", *unknown], mark)
     return b"".join(repljobs[:3] + gotjobs + repljobs[3:]), jobs
