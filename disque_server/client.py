@@ -102,6 +102,7 @@ class Client:
             self.closing = True
             return
         server.clients[self] = None
+        server.hooks.client_connected()
         self.transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
 
     def connection_lost(self, exc: Exception | None) -> None:

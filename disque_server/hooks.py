@@ -104,6 +104,10 @@ class Hooks:
         """The client's requests of this pass have run: a streak of fast commands,
         timed as one, ends (Server.end_streak)."""
 
+    def client_connected(self) -> None:
+        """A client connected: an idle node's slow tick comes at 1 / hz now, not
+        when it was set for (Server.reschedule_slow_tick)."""
+
     def replies_ready(self, client: Client) -> None:
         """A client has replies to send: they are written once every client of this
         event-loop pass has run (Server.flush_later)."""
@@ -113,6 +117,18 @@ class Hooks:
         """A job's timer is due (``at``, ms) before the cron's next tick, which an
         idle or quiet node set late: the tick comes at that time
         (Server.tick_sooner)."""
+
+    # ---- from the cluster bus (cluster/bus.py, cluster/membership.py) --------------------
+    def bus_read(self) -> None:
+        """A bus link read data: a wake-up that the slow tick of an idle or quiet
+        node, once its time has come, shares rather than having one of its own
+        (Server.run_cron_now)."""
+
+    def next_tick_changed(self) -> None:
+        """What the slow tick of an idle or quiet node was set from changed: a
+        probe was answered (the tick can wait for the next one), a suspicion or a
+        report arrived (it must come sooner). The tick moves
+        (Server.reschedule_slow_tick)."""
 
     # ---- from maxmemory (eviction.py) --------------------------------------------------
     def client_buffers(self) -> int:

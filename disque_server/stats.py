@@ -19,6 +19,7 @@ class Stats:
     blocked_clients: int = 0
     expired_jobs: int = 0
     cron_ticks: int = 0  # how often the cron ran, idle or not (INFO timers; not reset)
+    cron_ticks_coalesced: int = 0  # of them, slow ticks run by a bus wake-up (Server.cron)
     # ADDJOB refusals by error code (NOREPL, OOM, PAUSED, MAXLEN, ERR): counted on
     # those paths only; the metrics derive the successful ones from the calls.
     addjob_refused: dict[bytes, int] = field(default_factory=dict)

@@ -423,7 +423,8 @@ class Cluster:
             self.connect(node)  # it is up: our replies need our link to it now
         detector = self.detector
         detector.heard_from(sender_id, now)
-        if detector.changes or detector.out:  # (it was failing; a probe relayed: rare)
+        if detector.changes or detector.out or detector.answered:  # (a probe answered,
+            # it was failing, a probe relayed: a few a period)
             membership.flush(self, now)
         flags = node.flags
         if flags:  # (most messages come from a node with none)

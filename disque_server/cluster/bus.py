@@ -152,6 +152,7 @@ class BusLink:
         """Handle the complete messages read so far. The reader (request_reader.py,
         as for clients) looks at every array header before hiredis reads it: messages
         are flat arrays of bulk strings, at most MAX_MESSAGE_PARTS of them."""
+        self.cluster.server.hooks.bus_read()  # (a slow tick due may run in this wake-up)
         if not self.heard:
             self.heard = True
             if data[:1] == b"D" and dialect.compatible(self.cluster.server.config):

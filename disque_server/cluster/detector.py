@@ -108,6 +108,9 @@ class Detector:
         self.out: list[tuple[int, bytes, bytes]] = []  # what to send (kind, to, about)
         self.changes: list[tuple[bytes, int]] = []  # (member, new state), for the host
         self.declared: list[bytes] = []  # members this node found FAIL itself: broadcast
+        # A probe in flight was answered since the host last looked: the tick the
+        # host set for that probe's timers can wait (next_due).
+        self.answered = False
 
     # ---- membership --------------------------------------------------------------------
     def add(self, node_id: bytes, relay: bool = True) -> None:
@@ -163,10 +166,29 @@ class Detector:
             if not (member.probe_sent or member.silent_since or member.reports):
                 del self.watch[member.id]
         if now >= self.next_probe:
-            self.next_probe = now + self.period  # (the host ticks at least twice a period)
+            # The period's pace when a tick comes a little late (a slow tick's slack
+            # on an idle node); no catching up after a stall (or the first tick).
+            late = now - self.next_probe < self.period // 2
+            self.next_probe = (self.next_probe if late else now) + self.period
             target = self.next_in_round()
             if target is not None and not target.probe_sent:
                 self.probe(target, now)
+
+    def next_due(self) -> int:
+        """When a tick next has work (ms): the next probe, or a probe in flight's
+        half period (its indirect probes) or end. 0 while anything else is under
+        way (a suspect, reports, a failure): the host then ticks at least twice a
+        period, so that FAIL is counted as soon as the reports reach a majority."""
+        due = self.next_probe
+        half = self.period // 2
+        for member in self.watch.values():
+            if member.probe_sent:
+                at = member.probe_sent + (self.period if member.indirect_sent else half)
+                if at < due:
+                    due = at
+            elif member.confirm or member.silent_since or member.reports or member.state:
+                return 0
+        return due
 
     def next_in_round(self) -> Member | None:
         while self.members:
@@ -258,6 +280,8 @@ class Detector:
                 self.out.append((PROBED, asker, node_id))
 
     def alive(self, member: Member) -> None:
+        if member.probe_sent:
+            self.answered = True
         member.probe_sent = 0
         member.silent_since = 0
         member.confirm = False

@@ -201,6 +201,10 @@ def flush(cluster: Cluster, now: int) -> None:
                 "Marking node %s as failing (quorum reached)", node_id[:8].decode()
             )
             cluster.broadcast(b"FAIL", [node_id])  # (as Disque: we counted the majority)
+    # A probe answered, a suspicion or a report: an idle node's next tick follows
+    # the detector's next work (Server.cron_period).
+    detector.answered = False
+    cluster.server.hooks.next_tick_changed()
 
 
 def ping(cluster: Cluster, node_id: bytes, now: int) -> None:

@@ -155,7 +155,11 @@ SECTIONS: Final[dict[str, Callable[[NodeState], list[str]]]] = {
 
 
 def section_timers(s: NodeState) -> list[str]:
-    return [*s.jobs.timer_fields(), f"cron_ticks:{s.stats.cron_ticks}"]
+    return [
+        *s.jobs.timer_fields(),
+        f"cron_ticks:{s.stats.cron_ticks}",
+        f"cron_ticks_coalesced:{s.stats.cron_ticks_coalesced}",
+    ]
 
 
 # Beyond Disque, shown only when asked for by name (INFO latency, INFO timers).

@@ -1,6 +1,9 @@
-"""The cron's rate: hz ticks a second, a quarter of that on an idle node (no client
-connected, no job registered) and on a quiet one (jobs, no client, no timer due
-soon: Server.cron_period), counted by the node itself (INFO timers' cron_ticks)."""
+"""The cron's rate: hz ticks a second; on an idle node (no client connected, no job
+registered) and on a quiet one (jobs, no client, no timer due soon), a tick when
+the failure detector next has work, about once a protocol period, at most a
+second apart (Server.cron_period), run by a bus message read after its time
+where one comes (Server.run_cron_now). Counted by the node itself (INFO timers'
+cron_ticks, cron_ticks_coalesced)."""
 
 from __future__ import annotations
 
@@ -15,14 +18,15 @@ pytestmark = pytest.mark.timeout(40)
 WINDOW_S = 2.0
 
 
-def cron_ticks(node: Node) -> int:
+def cron_ticks(node: Node, field: str = "cron_ticks") -> int:
     """How many times the node's cron ran (a connection opened and closed to ask)."""
     with node.client() as client:
-        return int(client.info("timers")["cron_ticks"])
+        return int(client.info("timers")[field])
 
 
-def test_an_idle_node_ticks_at_a_quarter_of_hz(node: Node) -> None:
-    # hz 10: about 20 ticks in the window with a client connected, about 5 without.
+def test_an_idle_node_ticks_about_once_a_second(node: Node) -> None:
+    # hz 10: about 20 ticks in the window with a client connected. Without, a lone
+    # node's detector has nothing to probe: a tick a second (it was 5 at hz / 4).
     cron_ticks(node)
     time.sleep(0.5)  # (the tick after the asking client left: the idle period starts)
     start = cron_ticks(node)
@@ -34,11 +38,23 @@ def test_an_idle_node_ticks_at_a_quarter_of_hz(node: Node) -> None:
         start = cron_ticks(node)
         time.sleep(WINDOW_S)
         busy = cron_ticks(node) - start
-    assert idle <= 10, f"{idle} ticks in {WINDOW_S}s with no client"
+    assert idle <= 4, f"{idle} ticks in {WINDOW_S}s with no client"
     assert busy >= 14, f"{busy} ticks in {WINDOW_S}s with a client connected"
 
 
-def test_a_quiet_node_ticks_at_a_quarter_of_hz(node: Node) -> None:
+def test_a_client_connecting_brings_the_full_rate_at_once(node: Node) -> None:
+    """The slow tick of an idle node (a second away) moves to 1 / hz when a client
+    connects (Server.reschedule_slow_tick): 3 ticks in its first 0.35 s."""
+    cron_ticks(node)
+    time.sleep(1.2)  # (idle: a slow tick set)
+    with node.client() as client:
+        start = int(client.info("timers")["cron_ticks"])
+        time.sleep(0.35)
+        ticks = int(client.info("timers")["cron_ticks"]) - start
+    assert ticks >= 2, f"{ticks} ticks in the first 0.35s of a client"
+
+
+def test_a_quiet_node_ticks_about_once_a_second(node: Node) -> None:
     """Jobs held, no client connected, no timer due soon (RETRY 300 by default):
     most nodes of a large cluster, holding copies of jobs added elsewhere."""
     with node.client() as client:
@@ -47,7 +63,7 @@ def test_a_quiet_node_ticks_at_a_quarter_of_hz(node: Node) -> None:
     start = cron_ticks(node)
     time.sleep(WINDOW_S)
     ticks = cron_ticks(node) - start
-    assert ticks <= 10, f"{ticks} ticks in {WINDOW_S}s with a job held and no client"
+    assert ticks <= 4, f"{ticks} ticks in {WINDOW_S}s with a job held and no client"
 
 
 def test_a_quiet_node_wakes_for_its_first_job_timer(start_node) -> None:
@@ -62,3 +78,35 @@ def test_a_quiet_node_wakes_for_its_first_job_timer(start_node) -> None:
     wait_for(lambda: node.call("QLEN", "q") == 1, 10, message="the job queued again")
     elapsed = time.monotonic() - start
     assert 0.9 <= elapsed < 1.8, f"queued again after {elapsed:.2f}s"
+
+
+def test_an_idle_cluster_node_ticks_about_once_a_protocol_period(cluster3) -> None:
+    """Node timeout 1500 ms, 2 peers: a probe every 750 ms (detector.protocol_period).
+    The tick set for a probe's half period moves to the next probe once the probe
+    is answered (Server.defer_slow_tick): about 4 ticks in 3 s, where ticking
+    twice a period made 8."""
+    node = cluster3[0]
+    cron_ticks(node)
+    time.sleep(1.0)  # (the ticks after the asking client left)
+    start = cron_ticks(node)
+    time.sleep(3.0)
+    ticks = cron_ticks(node) - start
+    assert 2 <= ticks <= 6, f"{ticks} ticks in 3s, idle, in a cluster of three"
+
+
+def test_a_quiet_node_under_bus_traffic_runs_its_ticks_in_the_reads(cluster3) -> None:
+    """A node holding copies of jobs added elsewhere, none due soon: its slow ticks
+    run when a REPLJOB is read after their time, not in wake-ups of their own."""
+    a, b, _ = cluster3
+    cron_ticks(b)
+    time.sleep(1.0)
+    start, coalesced = cron_ticks(b), cron_ticks(b, "cron_ticks_coalesced")
+    with a.client() as client:
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:  # a REPLJOB to b every ~20 ms
+            client.execute_command("ADDJOB", "q", "x", 0, "REPLICATE", 3)
+            time.sleep(0.02)
+    ticks = cron_ticks(b) - start
+    run_in_reads = cron_ticks(b, "cron_ticks_coalesced") - coalesced
+    assert ticks <= 8, f"{ticks} ticks in 3s on a quiet node"
+    assert run_in_reads >= ticks // 2, f"{run_in_reads} of {ticks} ticks run by a bus read"

@@ -93,6 +93,27 @@ def test_an_unanswered_probe_asks_others_at_half_the_period() -> None:
     assert target not in {via for _, via, _ in asked}
 
 
+def test_next_due_is_the_probe_timers_then_the_next_probe_once_answered() -> None:
+    """What an idle node's cron sleeps until (Server.cron_period): the half period
+    of a probe in flight, then, once it is answered, the next probe; 0 (tick at
+    least twice a period) while a member is suspected."""
+    det = detector(10)
+    target = probe_one(det)
+    assert det.next_due() == T0 + PERIOD // 2
+    det.heard_from(target, T0 + 1)
+    assert det.answered  # (the host moves its tick later: Server.defer_slow_tick)
+    assert det.next_due() == T0 + PERIOD
+    det.tick(T0 + PERIOD + 40)  # a tick a little late: the next probe keeps the pace
+    silent = [to for kind, to, _ in det.take_output() if kind == PING]
+    assert det.next_due() == T0 + PERIOD + 40 + PERIOD // 2
+    det.tick(T0 + PERIOD + 40 + PERIOD // 2)
+    det.take_output()  # (its indirect probes)
+    assert det.next_due() == T0 + 2 * PERIOD  # (the next probe comes first)
+    det.tick(T0 + 2 * PERIOD + 40)  # unanswered to its end: a suspect now
+    assert silent[0] in det.watch and det.watch[silent[0]].silent_since
+    assert det.next_due() == 0
+
+
 def test_an_answer_relayed_by_another_node_keeps_the_member_alive() -> None:
     det = detector(10)
     target = probe_one(det)
