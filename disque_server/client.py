@@ -102,7 +102,7 @@ class Client:
             self.closing = True
             return
         server.clients[self] = None
-        server.hooks.client_connected()
+        server.hooks.next_tick_changed()  # (an idle node's slow tick: the full rate, now)
         self.transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -104,10 +104,6 @@ class Hooks:
         """The client's requests of this pass have run: a streak of fast commands,
         timed as one, ends (Server.end_streak)."""
 
-    def client_connected(self) -> None:
-        """A client connected: an idle node's slow tick comes at 1 / hz now, not
-        when it was set for (Server.reschedule_slow_tick)."""
-
     def replies_ready(self, client: Client) -> None:
         """A client has replies to send: they are written once every client of this
         event-loop pass has run (Server.flush_later)."""
@@ -118,7 +114,7 @@ class Hooks:
         idle or quiet node set late: the tick comes at that time
         (Server.tick_sooner)."""
 
-    # ---- from the cluster bus (cluster/bus.py, cluster/membership.py) --------------------
+    # ---- from the cluster bus and the clients (cluster/, client.py) ---------------------
     def bus_read(self) -> None:
         """A bus link read data: a wake-up that the slow tick of an idle or quiet
         node, once its time has come, shares rather than having one of its own
@@ -127,7 +123,7 @@ class Hooks:
     def next_tick_changed(self) -> None:
         """What the slow tick of an idle or quiet node was set from changed: a
         probe was answered (the tick can wait for the next one), a suspicion or a
-        report arrived (it must come sooner). The tick moves
+        report arrived, a client connected (it must come sooner). The tick moves
         (Server.reschedule_slow_tick)."""
 
     # ---- from maxmemory (eviction.py) --------------------------------------------------

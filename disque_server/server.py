@@ -115,10 +115,6 @@ class NodeHooks(Hooks):
         if due and due <= time.monotonic():  # a slow tick, run in this wake-up
             server.run_cron_now()
 
-    def client_connected(self) -> None:
-        if self.server.cron_due_at:  # an idle node's slow tick: the full rate, now
-            self.server.reschedule_slow_tick()
-
     def next_tick_changed(self) -> None:
         self.server.reschedule_slow_tick()
 
@@ -511,17 +507,18 @@ class Server(NodeState):
         to the time cron_period gives now. Later, when the probe it waited for is
         answered, so that an idle node wakes about once a protocol period, not
         twice; sooner, when the detector has a suspect or reports to count, or a
-        client connected (hooks.client_connected)."""
+        client connected."""
         timer = self._cron_timer
         if timer is None or not self.cron_due_at:
             return  # (no slow tick set: the full rate, or the tick is running)
         idle = self.idle()
         slow = idle or self.quiet()  # (else: a job timer may have set it, never later)
-        at = time.monotonic() + self.cron_period(idle)
+        period = self.cron_period(idle)
+        at = time.monotonic() + period
         due = self.cron_due_at
         if at < due - RESCHEDULE_MIN_S or (slow and at > due + RESCHEDULE_MIN_S):
             timer.cancel()
-            self.schedule_cron(at - time.monotonic())
+            self.schedule_cron(period)
 
     def run_cron_now(self) -> None:
         """A bus message read after a slow tick's time (hooks.bus_read): the tick
