@@ -13,6 +13,8 @@ part, where its options and design are described), and
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import sys
 import tempfile
@@ -122,10 +124,19 @@ def ship_package(spark: SparkSession) -> str:
             for file in (root / package).rglob("*.py"):
                 zf.write(file, file.relative_to(root).as_posix())
     if is_remote(spark):
-        spark.addArtifacts(path, pyfile=True)
+        spark.addArtifacts(path, pyfile=True)  # uploaded now: the zip is no longer needed
+        remove_zip(path)
     else:
+        # The driver serves the file to executors from this path whenever one
+        # starts, so it stays until this process ends.
         spark.sparkContext.addPyFile(path)
+        atexit.register(remove_zip, path)
     return path
+
+
+def remove_zip(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def is_remote(spark: SparkSession) -> bool:

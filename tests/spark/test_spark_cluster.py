@@ -165,15 +165,19 @@ def connect_server(tmp_path: Path) -> Iterator[str]:
 
 
 def run_driver(url: str, seeds: str, queue: str, tmp_path: Path) -> dict:
+    temp = tmp_path / "driver-tmp"
+    temp.mkdir()
     done = subprocess.run(
         [sys.executable, str(DRIVER), url, seeds, queue, str(ROWS)],
-        env=spark_env(),
+        env={**spark_env(), "TMPDIR": str(temp)},
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=240,
     )
     assert done.returncode == 0, done.stderr[-4000:]
+    # The package zip shipped to the executors is gone once the driver is.
+    assert not list(temp.glob("disque_spark-*.zip"))
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
