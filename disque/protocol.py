@@ -8,7 +8,8 @@ HELLO and INFO through this module, so the reply formats are written once:
            ports and priorities arrive as bulk strings; priority 1 is a
            healthy node, 5 one without a bus link, 10 one possibly failing,
            100 one leaving: clients prefer the lowest, as Disque's do.
-    INFO   "# Section" headers, then "field:value" lines.
+    INFO   "# Section" headers, then "field:value" lines; its build ID
+           tells C Disque from ours (server_kind).
 
 Replies are taken as redis-py returns them with its response callbacks off
 (bytes, ints, nested lists); str is accepted too.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -199,6 +200,20 @@ def flat_info(reply: bytes | str) -> dict[str, str]:
         else:
             flat[name] = value
     return flat
+
+
+def server_kind(info: Mapping[str, str]) -> str:
+    """Which server an INFO reply comes from: "C" (Disque 1.0-rc1's disque-server:
+    its build ID is a 64-bit hash printed with %llx, up to 16 hex digits, fewer
+    when it starts with zeros), "python" (ours: the interpreter and build, such
+    as "cpython-3.11.7-mypyc"), or "?" without a build ID. During a rolling
+    upgrade a cluster has both; both say disque_version 1.0-rc1."""
+    build = info.get("disque_build_id", "")
+    if not build:
+        return "?"
+    if len(build) <= 16 and all(c in "0123456789abcdef" for c in build):
+        return "C"
+    return "python"
 
 
 _INTEGER = re.compile(r"-?\d+")

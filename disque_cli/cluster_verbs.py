@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from disque.protocol import server_kind
 from disque_cli import commands
 from disque_cli.cluster import (
     CLOSED,
@@ -44,19 +45,6 @@ NODE_COLUMNS = (
 )
 
 
-def server_kind(member: Member) -> str:
-    """Which server answers: "C" (Disque 1.0-rc1's disque-server: its build ID is a
-    64-bit hash printed with %llx, up to 16 hex digits, fewer when it starts with
-    zeros) or "python" (ours: the interpreter and build, such as
-    "cpython-3.11.7-mypyc"); during a rolling upgrade the cluster has both."""
-    build = member.info.get("disque_build_id", "")
-    if not build:
-        return "?"
-    if len(build) <= 16 and all(c in "0123456789abcdef" for c in build):
-        return "C"
-    return "python"
-
-
 def node_row(member: Member, observer: Member | None = None) -> dict[str, Any]:
     """id, address, flags, jobs, queues, server: the flags as `observer` sees the node
     (the node's own flags, such as leaving, included)."""
@@ -75,7 +63,7 @@ def node_row(member: Member, observer: Member | None = None) -> dict[str, Any]:
         "flags": ",".join(sorted(flags)) or "-",
         "jobs": member.number("registered_jobs") if member.up else None,
         "queues": member.number("registered_queues") if member.up else None,
-        "server": server_kind(member) if member.up else None,
+        "server": server_kind(member.info) if member.up else None,
         "error": member.error,
     }
     return row

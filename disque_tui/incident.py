@@ -172,6 +172,7 @@ NODE_COLUMNS = (
     "blk",
     "mem",
     "ops/s",
+    "server",
 )
 QUEUE_COLUMNS = (
     "queue",
@@ -201,6 +202,7 @@ def node_cells(node: NodeSnapshot) -> list[str]:
         fmt.number(node.blocked),
         fmt.human_bytes(node.memory),
         fmt.number(node.ops_per_sec),
+        node.server or "-",
     ]
 
 

@@ -29,6 +29,9 @@ COLUMNS = [
     ("blocked", "blk"),
     ("memory", "mem"),
     ("ops", "ops/s"),
+    # C or python: which nodes a rolling upgrade has reached (after the figures,
+    # which an 80-column terminal shows first)
+    ("server", "server"),
     ("trend", "jobs trend"),
     ("drain", "drain"),
 ]
@@ -90,6 +93,7 @@ def node_row(node: NodeSnapshot) -> list[str | Text]:
         figure(fmt.number(node.blocked)),
         figure(fmt.human_bytes(node.memory)),
         figure(fmt.number(node.ops_per_sec)),
+        figure(node.server or "-"),
         Text(
             fmt.spark(node.jobs_history, 12), style="dim cyan" if node.status == "down" else "cyan"
         ),

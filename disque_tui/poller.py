@@ -28,6 +28,7 @@ from typing import Any
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
+from disque.protocol import server_kind
 from disque.tls import TLS, handshake_failure
 from disque_tui import queries
 from disque_tui.queries import NodeReport
@@ -374,6 +375,7 @@ class Poller:
             memory=num("used_memory"),
             ops_per_sec=num("instantaneous_ops_per_sec") if status != "down" else None,
             version=info.get("disque_version", ""),
+            server=server_kind(info) if info else "",
             jobs_history=tuple(j for _, j in node.jobs_history),
             ops_history=tuple(node.ops_history),
             drain=drain,

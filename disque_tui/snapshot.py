@@ -53,6 +53,7 @@ class NodeSnapshot:
     memory: int | None = None
     ops_per_sec: int | None = None
     version: str = ""
+    server: str = ""  # "C" or "python" (disque.protocol.server_kind); "" before INFO
     jobs_history: tuple[int, ...] = ()
     ops_history: tuple[int, ...] = ()
     drain: Drain | None = None

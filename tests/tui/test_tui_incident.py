@@ -98,9 +98,12 @@ def test_plain_text_of_the_overview() -> None:
     assert "Problems (6):" in lines
     assert "  ERR  20 jobs of queue reports stranded on down node 0c31bf49 (as of 12s ago)" in lines
     # A node down keeps its last figures; its state says how old they are, and it
-    # shows no rate. The old and the new node at one address are two rows.
+    # shows no rate (ops/s "-"), and the server it ran (C: a rolling upgrade had not
+    # reached it). The old and the new node at one address are two rows.
     down = next(line for line in lines if line.startswith("  " + N4[:8]))
-    assert down.split()[2:5] == ["DOWN", "12s", "ago"] and down.split()[-1] == "-"
+    assert down.split()[2:5] == ["DOWN", "12s", "ago"] and down.split()[-2:] == ["-", "C"]
+    assert lines[lines.index("Nodes:") + 1].split()[-2:] == ["ops/s", "server"]
+    assert next(line for line in lines if line.startswith("  " + N1[:8])).endswith("  python")
     assert sum(line.startswith("  " + N5[:8]) for line in lines) == 1
     assert (
         sum(

@@ -133,6 +133,27 @@ def test_queues_paged_and_rated(start_node) -> None:
     run(scenario())
 
 
+def test_a_rolling_upgrade_shows_which_server_each_node_runs(start_node, c_disque) -> None:
+    """Half way through a rolling upgrade: a C Disque node and one of ours in one
+    cluster. Both say disque_version 1.0-rc1; the server column tells them apart."""
+    ours = start_node()
+    ours.call("CLUSTER", "MEET", "127.0.0.1", str(c_disque.port))
+    c_id = c_disque.call("CLUSTER", "MYID").decode()
+    our_id = ours.call("CLUSTER", "MYID").decode()
+
+    async def scenario() -> None:
+        poller = Poller("127.0.0.1", ours.port, interval=0.2)
+        try:
+            snap = await cycles_until(poller, lambda s: s.nodes_up == 2, message="both nodes")
+            assert snap.node(c_id).server == "C"
+            assert snap.node(our_id).server == "python"
+            assert snap.node(c_id).version == snap.node(our_id).version == "1.0-rc1"
+        finally:
+            await poller.close()
+
+    run(scenario())
+
+
 def test_discover_fails_cleanly_when_nothing_answers() -> None:
     from testkit.nodes import free_port
 

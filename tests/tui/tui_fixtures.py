@@ -51,6 +51,7 @@ def fixed_snapshot() -> ClusterSnapshot:
             version="1.0-rc1",
             jobs_history=(900, 950, 1010, 1080, 1100, 1150, 1204),
             ops_history=(700, 750, 812),
+            server="python",
         ),
         NodeSnapshot(
             N2,
@@ -69,6 +70,7 @@ def fixed_snapshot() -> ClusterSnapshot:
             ops_per_sec=95,
             version="1.0-rc1",
             jobs_history=(200, 250, 260, 280, 300, 305, 310),
+            server="python",
         ),
         NodeSnapshot(
             N3,
@@ -88,6 +90,7 @@ def fixed_snapshot() -> ClusterSnapshot:
             version="1.0-rc1",
             jobs_history=(400, 350, 300, 250, 200, 160, 120),
             drain=Drain(jobs_left=120, start_jobs=400, rate=40.0, eta=3.0),
+            server="C",
         ),
         NodeSnapshot(
             N4,
@@ -100,6 +103,7 @@ def fixed_snapshot() -> ClusterSnapshot:
             last_seen_ago=12.0,
             jobs=None,
             jobs_history=(50, 50, 50),
+            server="C",
         ),
     )
     jobs = merge_queue(
@@ -286,6 +290,7 @@ def incident_snapshot() -> ClusterSnapshot:
         clients=0,
         blocked=0,
         memory=25_165_824,
+        server="C",
     )
     n6 = NodeSnapshot(
         N6,
@@ -303,6 +308,7 @@ def incident_snapshot() -> ClusterSnapshot:
         ops_per_sec=2,
         version="1.0-rc1",
         jobs_history=(0, 0, 0),
+        server="python",
     )
     queues = {q.name: q for q in base.queues}
     reports = merge_queue(

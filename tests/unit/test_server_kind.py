@@ -1,19 +1,12 @@
-"""`disque --cluster check`'s Server column: which server a node runs, from its
-INFO's disque_build_id (disque_cli.cluster_verbs.server_kind)."""
+"""Which server a node runs, from its INFO's disque_build_id
+(disque.protocol.server_kind): `disque --cluster check`'s Server column and
+the dashboard's server column."""
 
 from __future__ import annotations
 
 import pytest
 
-from disque_cli.cluster import Member
-from disque_cli.cluster_verbs import server_kind
-
-
-def member_with_build(build_id: str | None) -> Member:
-    member = Member("127.0.0.1", 7711, None)  # (connects only when asked)
-    if build_id is not None:
-        member.info["disque_build_id"] = build_id
-    return member
+from disque.protocol import server_kind
 
 
 @pytest.mark.parametrize(
@@ -30,4 +23,7 @@ def member_with_build(build_id: str | None) -> Member:
     ],
 )
 def test_server_kind_from_the_build_id(build_id: str | None, kind: str) -> None:
-    assert server_kind(member_with_build(build_id)) == kind
+    info = {"disque_version": "1.0-rc1"}
+    if build_id is not None:
+        info["disque_build_id"] = build_id
+    assert server_kind(info) == kind
