@@ -562,7 +562,7 @@ class Server(NodeState):
             at_most = self.cluster.detector.period / 2000
             slow = max(period, min(period * IDLE_CRON_SLOWDOWN, at_most))
         if not idle:
-            awake = self.jobs.next_awake()
+            awake = self.jobs.first_awake()
             if awake:
                 slow = min(slow, max(period, (awake - now) / 1000))
         if self.aof.fsync_pending:  # (appendfsync everysec: a second after the last)
@@ -574,9 +574,12 @@ class Server(NodeState):
         return not self.clients and not len(self.jobs)
 
     def quiet(self) -> bool:
-        """Jobs, but no client connected, no replication in flight, no job whose
-        timer was set this tick: nothing but the jobs' timers and the bus to do."""
-        return not self.clients and not self.cluster.replications and not self.jobs.unplaced
+        """Jobs, but no client connected, no replication in flight: nothing but the
+        jobs' timers (Jobs.first_awake, those set since the last tick included)
+        and the bus to do. A job a REPLJOB brings sets a timer, most often far
+        off: it leaves the node quiet (it used to make each answered probe move
+        the slow tick to 1 / hz, on every replica of a busy cluster)."""
+        return not self.clients and not self.cluster.replications
 
     def cron(self) -> None:
         # This tick's timer has fired: a timer set during the tick must not start a

@@ -165,6 +165,7 @@ class Jobs:
         self.buckets: dict[int, set[Job]] = {}
         self.bucket_heap: list[int] = []
         self.unplaced: list[Job] = []  # awake time set since the last tick, not filed
+        self.unplaced_first = 0  # the earliest of their awake times (ms; 0: none)
         # When the cron's next tick is, in ms, if an idle or quiet node set it later
         # than 1 / hz (Server.cron_period); 0 if not. A timer set before it calls
         # the tick sooner (hooks.timer_due_sooner).
@@ -252,6 +253,8 @@ class Jobs:
         if at < self.next_tick:
             self.next_tick = 0
             self.hooks.timer_due_sooner(at)
+        if at and (at < self.unplaced_first or not self.unplaced_first):
+            self.unplaced_first = at  # (never later: a job moved later keeps it early)
         if job.flags & FLAG_UNPLACED:
             job.awake = at
             return
@@ -265,6 +268,7 @@ class Jobs:
         """File the jobs whose awake time was set since the last tick in their buckets."""
         unplaced, buckets, heap = self.unplaced, self.buckets, self.bucket_heap
         self.unplaced = []
+        self.unplaced_first = 0
         for job in unplaced:
             job.flags &= ~FLAG_UNPLACED
             at = job.awake
@@ -284,6 +288,14 @@ class Jobs:
         earliest bucket, or sooner (a bucket emptied early keeps its heap key)."""
         heap = self.bucket_heap
         return heap[0] * BUCKET_MS if heap else 0
+
+    def first_awake(self) -> int:
+        """When the first job is due, in ms (0: none): filed, or with its awake time
+        set since the last tick (the cron files it then)."""
+        filed, unplaced = self.next_awake(), self.unplaced_first
+        if not filed or not unplaced:
+            return filed or unplaced
+        return min(filed, unplaced)
 
     def unfile(self, job: Job) -> None:
         """Take a filed job out of its bucket; an emptied bucket goes at once."""
@@ -398,3 +410,4 @@ class Jobs:
             job.flags &= ~FLAG_UNPLACED
             job.awake = 0
         self.unplaced.clear()
+        self.unplaced_first = 0

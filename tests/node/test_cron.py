@@ -24,6 +24,13 @@ def cron_ticks(node: Node, field: str = "cron_ticks") -> int:
         return int(client.info("timers")[field])
 
 
+def ticks_of(node: Node) -> tuple[int, int]:
+    """cron_ticks and cron_ticks_coalesced, in one INFO (one connection)."""
+    with node.client() as client:
+        timers = client.info("timers")
+    return int(timers["cron_ticks"]), int(timers["cron_ticks_coalesced"])
+
+
 def test_an_idle_node_ticks_about_once_a_second(node: Node) -> None:
     # hz 10: about 20 ticks in the window with a client connected. Without, a lone
     # node's detector has nothing to probe: a tick a second (it was 5 at hz / 4).
@@ -96,17 +103,21 @@ def test_an_idle_cluster_node_ticks_about_once_a_protocol_period(cluster3) -> No
 
 def test_a_quiet_node_under_bus_traffic_runs_its_ticks_in_the_reads(cluster3) -> None:
     """A node holding copies of jobs added elsewhere, none due soon: its slow ticks
-    run when a REPLJOB is read after their time, not in wake-ups of their own."""
+    run when a REPLJOB is read after their time, not in wake-ups of their own, and
+    a copy's timer (far off) does not bring the full rate back: it did, at each
+    probe answered, before Jobs.first_awake."""
     a, b, _ = cluster3
-    cron_ticks(b)
+    ticks_of(b)
     time.sleep(1.0)
-    start, coalesced = cron_ticks(b), cron_ticks(b, "cron_ticks_coalesced")
+    start, coalesced = ticks_of(b)  # (one INFO: its client brings one tick at 1 / hz)
     with a.client() as client:
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline:  # a REPLJOB to b every ~20 ms
+        deadline = time.monotonic() + 4.5  # six protocol periods
+        while time.monotonic() < deadline:  # a REPLJOB to b every ~5 ms
             client.execute_command("ADDJOB", "q", "x", 0, "REPLICATE", 3)
-            time.sleep(0.02)
-    ticks = cron_ticks(b) - start
-    run_in_reads = cron_ticks(b, "cron_ticks_coalesced") - coalesced
-    assert ticks <= 8, f"{ticks} ticks in 3s on a quiet node"
-    assert run_in_reads >= ticks // 2, f"{run_in_reads} of {ticks} ticks run by a bus read"
+            time.sleep(0.005)
+    end, end_coalesced = ticks_of(b)
+    ticks, run_in_reads = end - start, end_coalesced - coalesced
+    # About one a period, and the one after the asking client: 7 (11 or more before).
+    assert ticks <= 9, f"{ticks} ticks in 4.5s on a quiet node"
+    # That one, and those whose wake-up came over 50 ms late (a loaded machine).
+    assert ticks - run_in_reads <= 3, f"{ticks - run_in_reads} of {ticks} ticks of their own"
