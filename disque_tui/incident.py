@@ -147,7 +147,8 @@ def problems(snapshot: ClusterSnapshot) -> list[Problem]:
 
 
 def summary(snapshot: ClusterSnapshot) -> str:
-    """The header's numbers: nodes up, job copies, unique queued jobs, stranded jobs."""
+    """The header's numbers: nodes up, job copies, unique queued jobs, stranded jobs,
+    and, in a cluster of C Disque nodes and ours, how many of each."""
     text = (
         f"{snapshot.nodes_up}/{len(snapshot.nodes)} nodes up │ "
         f"{snapshot.total_jobs} job copies │ {snapshot.total_queued} queued in "
@@ -155,6 +156,10 @@ def summary(snapshot: ClusterSnapshot) -> str:
     )
     if snapshot.total_stranded:
         text += f" │ {snapshot.total_stranded} stranded"
+    servers = [node.server for node in snapshot.nodes]
+    c_nodes, ours = servers.count("C"), servers.count("python")
+    if c_nodes and ours:  # a rolling upgrade under way: how far it has got
+        text += f" │ mixed: {c_nodes} C, {ours} python"
     return text
 
 

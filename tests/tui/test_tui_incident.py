@@ -70,9 +70,12 @@ def test_header_counts_copies_and_unique_queued_jobs() -> None:
     snapshot = incident_snapshot()
     assert summary(snapshot) == (
         "4/6 nodes up │ 1634 job copies │ 2534 queued in 6 queues │ 27 stranded"
+        " │ mixed: 3 C, 3 python"  # a rolling upgrade half done (down nodes counted)
     )
     assert snapshot.total_stranded == 27
-    assert summary(fixed_snapshot()).endswith("1634 job copies │ 1634 queued in 3 queues")
+    assert summary(fixed_snapshot()).endswith(
+        "1634 job copies │ 1634 queued in 3 queues │ mixed: 2 C, 2 python"
+    )
 
 
 def test_no_problem_says_so() -> None:
@@ -85,6 +88,7 @@ def test_no_problem_says_so() -> None:
     )
     assert problems(calm) == []
     assert "No problem: every node up, no queue stranded or stuck." in incident_text(calm)
+    assert "mixed" not in incident_text(calm)  # one kind of server: nothing to say
 
 
 def test_plain_text_of_the_overview() -> None:
@@ -93,7 +97,7 @@ def test_plain_text_of_the_overview() -> None:
     lines = text.splitlines()
     assert lines[0] == (
         "disque-tui 127.0.0.1:7711 │ 4/6 nodes up │ 1634 job copies │ 2534 "
-        "queued in 6 queues │ 27 stranded │ 2026-11-22 02:53:46"
+        "queued in 6 queues │ 27 stranded │ mixed: 3 C, 3 python │ 2026-11-22 02:53:46"
     )
     assert "Problems (6):" in lines
     assert "  ERR  20 jobs of queue reports stranded on down node 0c31bf49 (as of 12s ago)" in lines
