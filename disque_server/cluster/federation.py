@@ -193,9 +193,16 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             local.flags &= ~FLAG_BCAST_QUEUED
             server.queues.enqueue_job(local)
             job = local
-        else:
-            if me not in job.nodes_delivered:
-                job.nodes_delivered = job.nodes_delivered + (me,)
+        elif me not in job.nodes_delivered:
+            job.nodes_delivered = job.nodes_delivered + (me,)
+        if job.retry and sender.id not in job.nodes_delivered:
+            # The sender keeps its copy (active, to be queued again after RETRY):
+            # the ACK's SETACK and DELJOB must reach it. Disque's receiveYourJobs
+            # adds neither node, so a copy moved through a C node that had it by
+            # YOURJOBS was out of every list: acknowledged elsewhere, it came back
+            # each RETRY, delivered again, and a leaving node never drained.
+            job.nodes_delivered = job.nodes_delivered + (sender.id,)
+        if local is None:
             job.flags = 0  # its first queueing here is not a re-queue
             q = server.queues.lookup(job.queue)
             if q is not None:

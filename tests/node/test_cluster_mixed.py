@@ -156,3 +156,33 @@ def test_a_leaving_node_of_either_kind_is_seen_leaving_by_both(mixed3: ClusterOf
                     message=f"{watcher} sees {leaving} leaving",
                 )
         assert leaving.call("CLUSTER", "LEAVING", "no") == b"OK"
+
+
+def test_a_copy_moved_through_a_c_node_is_collected_when_acked_elsewhere(
+    tmp_path: Path, reference_binary: str
+) -> None:
+    """A job on A (C) goes by YOURJOBS to L (C), then from L to N (ours), where it
+    is acknowledged. Disque lists neither the node a job moves to nor the one it
+    comes from (receiveNeedJobs, receiveYourJobs), so L, which keeps its copy
+    (active, queued again after RETRY), is in no list: N adds the sender, so the
+    ACK's SETACK and DELJOB reach it. Without that, L's copy came back every
+    RETRY, delivered again each time, and a leaving L never drained
+    (test_rolling_upgrade's leave, once in CI)."""
+    nodes = mixed_nodes(tmp_path, reference_binary, 2)
+    with ClusterOfNodes.running(nodes) as cluster:
+        for node in cluster:
+            wait_for(lambda n=node: replicates_to_all(n, 3), message=f"{node} replicates")
+        a, moved_through, n = nodes
+        jid = a.call("ADDJOB", "moved", "body", "0", "REPLICATE", "1", "RETRY", "30")
+        [[_, got, _]] = moved_through.call("GETJOB", "TIMEOUT", "10000", "FROM", "moved")
+        assert got == jid  # imported from A (NEEDJOBS, YOURJOBS)
+        # L answers no NEEDJOBS while it imports for the queue itself (Disque's rule).
+        wait_for(lambda: as_dict(moved_through.call("QSTAT", "moved"))[b"import-rate"] == 0, 10)
+        assert moved_through.call("ENQUEUE", jid) == 1  # L's copy queued again, to move on
+        [[_, got, _]] = n.call("GETJOB", "TIMEOUT", "10000", "FROM", "moved")
+        assert got == jid  # imported from L
+        delivered = as_dict(n.call("SHOW", jid))[b"nodes-delivered"]
+        assert moved_through.call("CLUSTER", "MYID") in delivered
+        assert n.call("ACKJOB", jid) == 1
+        for node in nodes:
+            wait_for(lambda node=node: node.call("SHOW", jid) is None, 10, message=f"{node}")
