@@ -57,19 +57,21 @@ RANDOM_POOL_IDS: Final = 1024  # IDs' random parts drawn at once: one call, not 
 
 
 class RandomPool:
-    """18 random bytes (144 bits) at a time, from a pool refilled 18 KB at once."""
+    """The random part of job IDs: 144 random bits as 24 base64 characters at a time,
+    from a pool refilled RANDOM_POOL_IDS at once (18 bytes encode to 24 characters
+    with no padding, so the pool encodes in one call and is cut every 24 characters)."""
 
     def __init__(self) -> None:
         self.pool = b""
         self.pos = 0
 
-    def take18(self) -> bytes:
+    def take24(self) -> bytes:
         pos = self.pos
         if pos >= len(self.pool):
-            self.pool = _random_bytes(18 * RANDOM_POOL_IDS)
+            self.pool = _b2a_base64(_random_bytes(18 * RANDOM_POOL_IDS), newline=False)
             pos = 0
-        self.pos = pos + 18
-        return self.pool[pos : pos + 18]
+        self.pos = pos + 24
+        return self.pool[pos : pos + 24]
 
 
 _pool: Final = RandomPool()
@@ -80,7 +82,7 @@ def generate_job_id(node_id: bytes, ttl: int, retry: int) -> bytes:
     # Only the random part changes from job to job: the rest is built once.
     prefix = _id_prefixes.get(node_id) or _id_prefix(node_id)
     suffix = _id_suffixes.get(ttl if retry else -ttl) or _id_suffix(ttl, retry)
-    return b"".join((prefix, _b2a_base64(_pool.take18(), newline=False), suffix))
+    return b"".join((prefix, _pool.take24(), suffix))
 
 
 _id_prefixes: Final[dict[bytes, bytes]] = {}

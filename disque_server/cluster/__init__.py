@@ -325,8 +325,9 @@ class Cluster:
                 link.send_batched(b"REPLJOB", *fields)
             else:
                 if not c_message or link.mark != c_mark:
+                    me = self.myself
                     c_message = dialect.repljob_message(
-                        self.header(b"REPLJOB"), serialized, link.mark
+                        me.id, me.port, self.leaving, serialized, link.mark
                     )
                     c_mark = link.mark
                 link.send_clustermsgs_encoded([c_message])

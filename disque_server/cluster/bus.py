@@ -112,6 +112,13 @@ class BusLink:
         self.mark = dialect.MARK
         self.write_as(node.kind if node is not None else OURS)
         self.c_input: bytearray | None = None
+        # The last run of job ID messages read (GOTJOB, SETACK, ...: read_clustermsgs):
+        # its header after totlen, first message, our header parts and run key. A read
+        # that goes on with it is handled as it, with no message decoded.
+        self.id_run_tail = b""
+        self.id_run_first: Message | None = None
+        self.id_run_head: list[bytes] = []
+        self.id_run_key = b""
         self.heard = False  # anything read on this link yet
         self.peer_kind = OURS  # what the last message read says its sender is
         # The peer's PONG on this link said SERIALIZED_JOBS (dialect.py): a REPLJOB's
@@ -223,6 +230,19 @@ class BusLink:
                 break
             start = pos
             pos += length
+            if (
+                first is None
+                and self.id_run_tail
+                and length == JOB_ID_MESSAGE_LEN
+                and data[start + 8 : start + HEAD_END] == self.id_run_tail
+            ):
+                # The last read's run goes on (a C node's GOTJOB for each job it takes
+                # comes in as many reads as jobs, or nearly).
+                first, run_key, run_tail = self.id_run_first, self.id_run_key, self.id_run_tail
+                run = self.id_run_head[:]
+                if self.run_item(run, data, start, pos):
+                    continue
+                first, run_key, run_tail, run = None, b"", b"", []
             if run_tail and data[start + 8 : start + HEAD_END] == run_tail:
                 # The next message of the run: its header says nothing new, only
                 # its data is read (no Message built: most of what a C node sends).
@@ -253,6 +273,9 @@ class BusLink:
                 self.on_clustermsg(first, run, copies)
             first, run, run_key, copies = msg, parts, key, jobs
             run_tail = data[start + 8 : start + HEAD_END] if key else b""
+            if key and not jobs and length == JOB_ID_MESSAGE_LEN and run_tail != self.id_run_tail:
+                self.id_run_tail, self.id_run_first = run_tail, msg
+                self.id_run_head, self.id_run_key = parts[:4], key
         if first is not None and not self.closed:
             self.on_clustermsg(first, run, copies)
         if self.c_input is None:  # (after the run before the switch: its sender's kind)

@@ -239,15 +239,17 @@ def header_flags(sender_flags: bytes) -> int:
     return clustermsg.NODE_MYSELF
 
 
-def repljob_message(header: list[bytes], serialized: bytes, mark: bytes) -> bytes:
-    """A REPLJOB of one job as Disque reads it: the job ``serialize_job(job,
-    storage=False)`` made, as Disque's clusterReplicateJob does, not through our
-    fields and back (one conversion instead of three; the same bytes go to nodes of
-    ours that take them). The receiver takes the copy as active whatever state it
-    says (Disque's REPLJOB handler)."""
-    return clustermsg.jobs_message(
-        clustermsg.REPLJOB, header[1], int(header[2]), header_flags(header[3]), mark, [serialized]
-    )
+def repljob_message(
+    sender: bytes, port: int, leaving: bool, serialized: bytes, mark: bytes
+) -> bytes:
+    """A REPLJOB of one job as Disque reads it, from a node of ours (its ID and port,
+    whether it is leaving): the job ``serialize_job(job, storage=False)`` made, as
+    Disque's clusterReplicateJob does, not through our fields and back (one
+    conversion instead of three; the same bytes go to nodes of ours that take them).
+    The receiver takes the copy as active whatever state it says (Disque's REPLJOB
+    handler)."""
+    flags = clustermsg.NODE_MYSELF | (clustermsg.NODE_LEAVING if leaving else 0)
+    return clustermsg.jobs_message(clustermsg.REPLJOB, sender, port, flags, mark, [serialized])
 
 
 _job_id_headers: Final[dict[bytes, bytes]] = {}

@@ -16,7 +16,7 @@ import random
 from collections.abc import Container
 from typing import TYPE_CHECKING, Final
 
-from disque_server.clock import now_ms, pick
+from disque_server.clock import pick
 from disque_server.job import (
     ACTIVE,
     FIELDS,
@@ -68,6 +68,7 @@ class Replication:
         "asynchronous",
         "last_tick",
         "last_resend",
+        "flushes",
     )
 
     def __init__(
@@ -78,6 +79,8 @@ class Replication:
         deadline: int,
         extrepl: bool,
         asynchronous: bool,
+        now: int,
+        flushes: int,
     ) -> None:
         self.job = job
         self.client = client
@@ -87,7 +90,10 @@ class Replication:
         self.deadline = deadline
         self.extrepl = extrepl
         self.asynchronous = asynchronous
-        self.last_tick = self.last_resend = now_ms()
+        self.last_tick = self.last_resend = now
+        # Jobs.flushes when it started: the job is still registered while they are
+        # equal (unregistering a job ends its replication: job_removed).
+        self.flushes = flushes
 
 
 def candidates(cluster: Cluster, exclude: Container[bytes], count: int) -> list[ClusterNode]:
@@ -120,7 +126,9 @@ def candidates(cluster: Cluster, exclude: Container[bytes], count: int) -> list[
                 chosen.append(node)
                 if len(chosen) == count:
                     return chosen
-    return pick([n for n in pool if n.link is not None and n.id not in exclude], count)
+    eligible = [n for n in pool if n.link is not None and n.id not in exclude]
+    # All of them (a small cluster's every job): any order, no draw.
+    return eligible if len(eligible) <= count else pick(eligible, count)
 
 
 def replicate_new_job(
@@ -131,17 +139,24 @@ def replicate_new_job(
     timeout_ms: int,
     asynchronous: bool,
     extrepl: bool,
+    now: int,
 ) -> None:
-    now = now_ms()
     deadline = now + (timeout_ms or ASYNC_DEADLINE_MS) if (timeout_ms or asynchronous) else 0
+    server = cluster.server
     rep = Replication(
-        job, None if asynchronous else client, additional, deadline, extrepl, asynchronous
+        job,
+        None if asynchronous else client,
+        additional,
+        deadline,
+        extrepl,
+        asynchronous,
+        now,
+        server.jobs.flushes,
     )
     targets = candidates(cluster, (), additional)
     rep.targets = [n.id for n in targets]
     job.nodes_delivered = (() if extrepl else cluster.myself_only) + tuple(rep.targets)
     cluster.replications[job.id] = rep
-    server = cluster.server
     if not extrepl:
         server.jobs.register(job)  # WAIT_REPL: visible to SHOW while replicating
     send_repljob(cluster, job, rep.targets)
@@ -190,7 +205,7 @@ def replication_achieved(cluster: Cluster, rep: Replication) -> None:
         # No local copy: ask one of the holders to queue it.
         holder = random.choice(sorted(rep.confirmed))
         cluster.send_to_ids([holder], b"ENQUEUE", [job.id, b"%d" % job.delay])
-    elif not rep.asynchronous and server.jobs.lookup(job.id) is job and job.state == WAIT_REPL:
+    elif not rep.asynchronous and rep.flushes == server.jobs.flushes and job.state == WAIT_REPL:
         server.jobs.activate(job)
     client = rep.client
     if client is not None and client.blocked is not None and client.blocked.data is rep:

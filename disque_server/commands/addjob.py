@@ -111,22 +111,45 @@ _FIELD: Final = {
 }
 
 
+# Options parsed and checked, by the words after the timeout and the default
+# replication level: a producer sends the same few (REPLICATE 3, TTL 60 ...) with
+# every job. Read-only, as _DEFAULT_OPTIONS.
+_parsed_options: Final[dict[int, dict[tuple[bytes, ...], AddjobOptions]]] = {
+    n: {} for n in (1, 2, 3)
+}
+PARSED_OPTIONS_MAX: Final = 1024
+
+
+def remember_options(argv: list[bytes], replicate: int, opts: AddjobOptions) -> None:
+    parsed = _parsed_options[replicate]
+    if len(parsed) >= PARSED_OPTIONS_MAX:
+        parsed.clear()
+    parsed[tuple(argv[4:])] = opts
+
+
 def addjob_command(c: Client, argv: list[bytes]) -> None:
     server = c.server
     cluster = server.cluster
     size = cluster.size
-    with_options = len(argv) > 4
-    if with_options:
-        opts = AddjobOptions(min(3, size))
-        if not parse_options(c, argv, opts):
-            server.stats.count_refusal(b"addjob", b"ERR")
-            return
+    replicate = min(3, size)
+    fresh: AddjobOptions | None = None  # options not seen before: checked below
+    if len(argv) <= 4:
+        opts = _DEFAULT_OPTIONS[replicate]
     else:
-        opts = _DEFAULT_OPTIONS[min(3, size)]
+        cached = _parsed_options[replicate].get(tuple(argv[4:]))
+        if cached is None:
+            opts = fresh = AddjobOptions(replicate)
+            if not parse_options(c, argv, fresh):
+                server.stats.count_refusal(b"addjob", b"ERR")
+                return
+        else:
+            opts = cached
     timeout = parse_timeout_or_reply(c, argv[3])
-    if timeout is None or (with_options and not check_options(c, opts)):
+    if timeout is None or (fresh is not None and not check_options(c, fresh)):
         server.stats.count_refusal(b"addjob", b"ERR")
         return
+    if fresh is not None:
+        remember_options(argv, replicate, fresh)
     if size > 1 or opts.replicate > 1:
         add_replicated_job(c, argv, opts, timeout)
         return
@@ -161,7 +184,7 @@ def add_replicated_job(c: Client, argv: list[bytes], opts: AddjobOptions, timeou
     job = create_job(c, name, argv[2], opts, extrepl, now)
     if additional > 0:
         replication.replicate_new_job(
-            cluster, c, job, additional, timeout, opts.asynchronous, extrepl
+            cluster, c, job, additional, timeout, opts.asynchronous, extrepl, now
         )
         return
     server.jobs.start(job, now)

@@ -105,10 +105,11 @@ class JobIndex:
         part = self.parts[key]
         if part is None:
             self.parts[key] = {jid: job}
-        elif jid in part:
-            return False
         else:
-            part[jid] = job
+            known = len(part)
+            part.setdefault(jid, job)  # (one probe of the table, not two)
+            if len(part) == known:
+                return False
         self.count += 1
         return True
 
@@ -175,6 +176,9 @@ class Jobs:
         # data_bytes past which the next maxmemory level starts (refresh_memory sets
         # it): crossing it refreshes the level at once, not at the next cron tick.
         self.refresh_at = 0
+        # How many times every job was forgotten at once (flush: no unregister of
+        # each): a replication started before one finds its job gone by this.
+        self.flushes = 0
 
     def __len__(self) -> int:
         return len(self.by_id)
@@ -403,6 +407,7 @@ class Jobs:
 
     def flush(self) -> None:
         self.by_id.clear()
+        self.flushes += 1
         self.data_bytes = 0
         self.buckets = {}  # new containers: clear() would keep the peak's capacity
         self.bucket_heap = []

@@ -10,12 +10,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from inprocess import new_client, replies
+from inprocess import new_client, new_server, replies
 
 from disque_server.commands.addjob import (
     DEFAULT_RETRY_MAX,
     DEFAULT_TTL,
     AddjobOptions,
+    addjob_command,
     check_options,
     default_retry,
     parse_options,
@@ -181,3 +182,39 @@ def test_default_retry_is_a_tenth_of_the_ttl_between_1_s_and_5_min(ttl: int) -> 
 def test_numbers_as_strtoll_reads_them(options: tuple[str, ...], field: str, value: int) -> None:
     opts, sent = parse(*options)
     assert sent == [] and getattr(opts, field) == value
+
+
+def test_options_seen_before_answer_as_the_first_time() -> None:
+    """ADDJOB keeps options it parsed and checked, by their words: a command sent again
+    gets what it got the first time, its errors in Disque's order (the options,
+    then the timeout, then the checks between options), and a refused one is
+    never kept."""
+    server = new_server()
+    client = new_client(server)
+    commands = [
+        ("x", "DELAY", "20", "TTL", "10"),  # the timeout's error before DELAY > TTL's
+        ("0", "DELAY", "20", "TTL", "10"),
+        ("0", "TTL", "100", "RETRY", "7", "BAD"),
+        ("-1", "TTL", "100", "RETRY", "7"),  # options kept by the next one's first time
+        ("0", "TTL", "100", "RETRY", "7"),
+        ("0", "ttl", "100", "retry", "7"),
+    ]
+    first: list[list[bytes]] = []
+    for round_ in range(3):
+        for i, words in enumerate(commands):
+            argv = [b"ADDJOB", b"q", b"body", *(w.encode() for w in words)]
+            addjob_command(client, argv)
+            sent = replies(client)
+            if round_ == 0:
+                first.append(sent)
+            elif sent[0][:1] == b"+":  # a new job each time
+                assert first[i][0][:1] == b"+"
+            else:
+                assert sent == first[i], words
+    assert [sent[0][:1] for sent in first] == [b"-", b"-", b"-", b"-", b"+", b"+"]
+    assert first[0] == [b"-ERR timeout is not an integer or out of range\r\n"]
+    assert first[1] == [DELAY_OVER_TTL]
+    assert first[2] == [SYNTAX]
+    assert first[3] == [b"-ERR timeout is negative\r\n"]
+    job = server.jobs.lookup(first[4][0][1:-2])
+    assert job is not None and (job.retry, job.etime - job.ctime // 10**9) == (7, 100)

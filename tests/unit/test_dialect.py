@@ -126,9 +126,9 @@ def c_stream(mark: bytes) -> tuple[bytes, list[Job]]:
         job = Job(b"D-bbbbbbbb-%024d-05a1" % i, ACTIVE, int(time.time()) + 100, 30)
         job.queue, job.body, job.nodes_delivered = b"q", b"body %d" % i, (ME, OTHER)
         jobs.append(job)
-    c_header = [b"REPLJOB", OTHER, b"7712", b"-"]
     repljobs = [
-        dialect.repljob_message(c_header, serialize_job(job, storage=False), mark) for job in jobs
+        dialect.repljob_message(OTHER, 7712, False, serialize_job(job, storage=False), mark)
+        for job in jobs
     ]
     unknown = [b"D-cccccccc-%024d-05a1" % i for i in range(3)]
     gotjobs = dialect.to_clustermsgs([b"GOTJOB", OTHER, b"7712", b"-", *unknown], mark)

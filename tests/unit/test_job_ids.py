@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from disque_server.job import (
     ID_LEN,
+    RANDOM_POOL_IDS,
     generate_job_id,
     is_at_least_once_id,
     ttl_minutes_from_id,
@@ -128,3 +129,11 @@ def test_ttl_field_of_a_foreign_id() -> None:
 def test_ttl_field_with_non_hex_digits(field: bytes, minutes: int) -> None:
     jid = b"D-0f1e2d3c-" + b"A" * 24 + b"-" + field
     assert ttl_minutes_from_id(jid) == minutes
+
+
+def test_ids_stay_distinct_and_well_formed_past_a_pool_of_random_parts() -> None:
+    """The random parts come from a pool encoded RANDOM_POOL_IDS at a time: IDs cut
+    from it and from the next are well formed, and none repeats."""
+    ids = [generate_job_id(NODE_ID, 3600, 1) for _ in range(3 * RANDOM_POOL_IDS + 7)]
+    assert len(set(ids)) == len(ids)
+    assert all(ID_FORMAT.match(jid) for jid in ids)
