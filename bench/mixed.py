@@ -14,8 +14,11 @@ figure should be no lower than the C cluster's (#39).
 
 The server CPU per job is the sum over the cluster's three nodes
 (/proc/PID/stat), as in bench/vs_disque.py, whose helpers this uses.
-Prints a Markdown table of medians (progress on stderr). Exit code 0 when
-the run completed, 1 when a step failed, 2 when a prerequisite is missing.
+Prints a Markdown table of medians, with each entry's rate over the C
+cluster's run in the same round (median and quartiles: steadier than the
+ratio of medians where the machine's speed drifts); progress on stderr.
+Exit code 0 when the run completed, 1 when a step failed, 2 when a
+prerequisite is missing.
 """
 
 from __future__ import annotations
@@ -115,16 +118,31 @@ def markdown(samples: dict[tuple[str, int], list[Sample]], header: str) -> str:
     c_rate = rate(("C", 0))
     lines = [
         "| ADDJOB REPLICATE 3, 50 clients | jobs/s (median) | / C cluster "
+        "| / C cluster's run in the same round: median (quartiles) "
         "| server CPU µs per job (3 nodes) |",
-        "| --- | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: |",
     ]
     for entry in ENTRIES:
         cpu = statistics.median(s.user_us + s.sys_us for s in samples[entry])
         lines.append(
             f"| {entry_label(*entry)} | {rate(entry):,.0f} | {rate(entry) / c_rate:.2f} "
-            f"| {cpu:.1f} |"
+            f"| {paired(samples, entry)} | {cpu:.1f} |"
         )
     return "\n".join([*lines, "", header])
+
+
+def paired(samples: dict[tuple[str, int], list[Sample]], entry: tuple[str, int]) -> str:
+    """The entry's rate over the C cluster's in each round (the rounds run the six
+    entries back to back): on a machine whose speed drifts from run to run, a
+    steadier figure than the ratio of the two medians."""
+    ratios = [
+        s.outcome.value / c.outcome.value
+        for s, c in zip(samples[entry], samples[("C", 0)], strict=True)
+    ]
+    if len(ratios) < 4:
+        return f"{statistics.median(ratios):.2f}"
+    low, _, high = statistics.quantiles(ratios, n=4)
+    return f"{statistics.median(ratios):.2f} ({low:.2f}-{high:.2f})"
 
 
 def main(argv: list[str] | None = None) -> int:

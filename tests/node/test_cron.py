@@ -7,6 +7,7 @@ cron_ticks, cron_ticks_coalesced)."""
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -110,14 +111,20 @@ def test_a_quiet_node_under_bus_traffic_runs_its_ticks_in_the_reads(cluster3) ->
     ticks_of(b)
     time.sleep(1.0)
     start, coalesced = ticks_of(b)  # (one INFO: its client brings one tick at 1 / hz)
+    done = [time.monotonic()]  # when each ADDJOB was answered
     with a.client() as client:
-        deadline = time.monotonic() + 4.5  # six protocol periods
-        while time.monotonic() < deadline:  # a REPLJOB to b every ~5 ms
+        deadline = done[0] + 4.5  # six protocol periods
+        while done[-1] < deadline:  # a REPLJOB to b every ~5 ms
             client.execute_command("ADDJOB", "q", "x", 0, "REPLICATE", 3)
+            done.append(time.monotonic())
             time.sleep(0.005)
     end, end_coalesced = ticks_of(b)
     ticks, run_in_reads = end - start, end_coalesced - coalesced
     # About one a period, and the one after the asking client: 7 (11 or more before).
     assert ticks <= 9, f"{ticks} ticks in 4.5s on a quiet node"
-    # That one, and those whose wake-up came over 50 ms late (a loaded machine).
-    assert ticks - run_in_reads <= 3, f"{ticks - run_in_reads} of {ticks} ticks of their own"
+    # That one, two whose wake-up came over 50 ms late, and one for each pause of the
+    # traffic as long (a loaded machine: this client or b not run for that long; b
+    # confirms every copy, so b's pauses are the client's too).
+    pauses = sum(1 for t0, t1 in itertools.pairwise(done) if t1 - t0 > 0.045)
+    own = ticks - run_in_reads
+    assert own <= 3 + pauses, f"{own} of {ticks} ticks of their own, {pauses} pauses"
