@@ -94,6 +94,36 @@ def test_repljob_retried_towards_a_node_that_comes_back(cluster3):
     assert c.call("SHOW", result["id"]) is not None
 
 
+def test_a_job_flushed_while_it_replicates_is_not_queued_when_its_copies_come(cluster3):
+    """DEBUG FLUSHALL forgets every job at once, one still waiting for its copies too:
+    the copies confirmed afterwards reply to the client but queue nothing here (it
+    would be a queued job the node does not know: Jobs.flushes)."""
+    a, b, c = cluster3
+    c.pause()
+    result: dict = {}
+
+    def add() -> None:
+        with a.client(socket_timeout=30) as cl:
+            result["id"] = cl.execute_command("ADDJOB", "fq", "body", "20000", "REPLICATE", "3")
+
+    thread = threading.Thread(target=add)
+    thread.start()
+    try:
+        wait_for(
+            lambda: a.info("clients")["blocked_clients"] == 1,
+            5,
+            message="ADDJOB waiting for replication",
+        )
+        assert a.call("DEBUG", "FLUSHALL") == b"OK"
+    finally:
+        c.resume()
+    thread.join(30)
+    assert "id" in result and c.call("SHOW", result["id"]) is not None
+    assert a.call("QLEN", "fq") == 0
+    assert a.call("SHOW", result["id"]) is None
+    assert int(a.info("jobs")["registered_jobs"]) == 0
+
+
 def test_one_gotjob_confirms_every_copy_taken_in_one_pass(cluster3):
     """A paused replica finds 60 REPLJOBs waiting: it confirms them all in one GOTJOB
     (far fewer messages than jobs reach the origin), and every ADDJOB returns."""
