@@ -3,7 +3,9 @@ delivery after N-1 of the N owners died."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 
 import pytest
 import redis
@@ -70,14 +72,16 @@ def test_norepl_on_timeout_cleans_up_partial_copies(cluster3):
         c.resume()
 
 
-def test_repljob_retried_towards_a_node_that_comes_back(cluster3):
-    a, b, c = cluster3
+@contextlib.contextmanager
+def addjob_waiting_for(a, c, queue: str) -> Iterator[dict]:
+    """ADDJOB REPLICATE 3 on a, in a thread, blocked while c is paused; on leaving, c
+    is resumed and the thread joined (``result["id"]``: the reply it got)."""
     c.pause()
     result: dict = {}
 
     def add() -> None:
         with a.client(socket_timeout=30) as cl:
-            result["id"] = cl.execute_command("ADDJOB", "q", "body", "20000", "REPLICATE", "3")
+            result["id"] = cl.execute_command("ADDJOB", queue, "body", "20000", "REPLICATE", "3")
 
     thread = threading.Thread(target=add)
     thread.start()
@@ -87,9 +91,16 @@ def test_repljob_retried_towards_a_node_that_comes_back(cluster3):
             5,
             message="ADDJOB waiting for replication",
         )
+        yield result
     finally:
         c.resume()
-    thread.join(30)
+        thread.join(30)
+
+
+def test_repljob_retried_towards_a_node_that_comes_back(cluster3):
+    a, b, c = cluster3
+    with addjob_waiting_for(a, c, "q") as result:
+        pass
     assert "id" in result
     assert c.call("SHOW", result["id"]) is not None
 
@@ -99,25 +110,8 @@ def test_a_job_flushed_while_it_replicates_is_not_queued_when_its_copies_come(cl
     the copies confirmed afterwards reply to the client but queue nothing here (it
     would be a queued job the node does not know: Jobs.flushes)."""
     a, b, c = cluster3
-    c.pause()
-    result: dict = {}
-
-    def add() -> None:
-        with a.client(socket_timeout=30) as cl:
-            result["id"] = cl.execute_command("ADDJOB", "fq", "body", "20000", "REPLICATE", "3")
-
-    thread = threading.Thread(target=add)
-    thread.start()
-    try:
-        wait_for(
-            lambda: a.info("clients")["blocked_clients"] == 1,
-            5,
-            message="ADDJOB waiting for replication",
-        )
+    with addjob_waiting_for(a, c, "fq") as result:
         assert a.call("DEBUG", "FLUSHALL") == b"OK"
-    finally:
-        c.resume()
-    thread.join(30)
     assert "id" in result and c.call("SHOW", result["id"]) is not None
     assert a.call("QLEN", "fq") == 0
     assert a.call("SHOW", result["id"]) is None
