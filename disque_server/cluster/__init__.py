@@ -28,14 +28,15 @@ from disque_server.clock import now_ms
 from disque_server.cluster import dialect, federation, gc, membership, replication, requeue
 from disque_server.cluster.bus import BusLink
 from disque_server.cluster.detector import Detector
-from disque_server.cluster.dialect import C_NODE, OURS
 from disque_server.cluster.node import (
+    C_NODE,
     FAIL,
     FAILING,
     HANDSHAKE,
     LEAVING,
     MYSELF,
     NOT_CANDIDATE,
+    OURS,
     PFAIL,
     ClusterNode,
     parse_port_field,
@@ -95,6 +96,7 @@ class Cluster:
         self.ssl_client: ssl.SSLContext | None = None
         self.replications: dict[bytes, replication.Replication] = {}
         self.refills: dict[bytes, federation.Refill] = {}  # queue -> refill asked on drain
+        self.collected = gc.Collected()  # acknowledged jobs deleted lately (stray copies)
         self.failing_known = False  # some node flagged PFAIL or FAIL (cron): gossip names it
 
     # ---- nodes.conf -------------------------------------------------------------

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 from disque_server.cluster import clustermsg, dialect
 from disque_server.cluster.clustermsg import Message
-from disque_server.cluster.dialect import C_NODE, OURS
+from disque_server.cluster.node import C_NODE, OURS, UNKNOWN
 from disque_server.job import Job
 from disque_server.request_reader import RequestError, RequestReader
 from disque_server.resp import bulk_array
@@ -153,7 +153,7 @@ class BusLink:
             if not self.heard and self.node.kind == OURS:
                 # Closed before a word: maybe a Disque node now, refusing our RESP
                 # (a rolled-back node); the next link asks in clusterMsg.
-                self.node.kind = dialect.UNKNOWN
+                self.node.kind = UNKNOWN
 
     def data_received(self, data: bytes) -> None:
         """Handle the complete messages read so far. The reader (request_reader.py,

@@ -37,10 +37,6 @@ from disque_server.config import Config
 from disque_server.job import ACTIVE, FIELDS, Job, job_from_fields, job_to_fields
 from disque_server.serialize import SerializeError, deserialize_job, serialize_job
 
-UNKNOWN: Final = 0
-C_NODE: Final = 1
-OURS: Final = 2
-
 MARK: Final = b"disque-python/1"
 
 # What a node of ours puts in its PONG's sender-flags (bus.py) when not leaving:

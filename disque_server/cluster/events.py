@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from disque_server.cluster import federation, gc, replication
 from disque_server.cluster.requeue import DELIVERY, NACK
 from disque_server.hooks import JobEvents
-from disque_server.job import WAIT_REPL
+from disque_server.job import ACKED, WAIT_REPL
 
 if TYPE_CHECKING:
     from disque_server.aof import AOF
@@ -56,6 +56,8 @@ class ClusterJobEvents(JobEvents):
         if job.state != WAIT_REPL:  # (a job waiting for its copies is not in the AOF)
             self.aof.deljob(job)
         cluster = self.cluster
+        if job.state == ACKED:
+            gc.job_collected(cluster, job)
         if cluster.replications:  # it may be replicating still (a client waiting)
             replication.job_removed(cluster, job)
 

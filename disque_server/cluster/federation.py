@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms
+from disque_server.cluster import gc
 from disque_server.job import (
     ACTIVE,
     FIELDS,
@@ -185,6 +186,10 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
         if job is None:
             continue
         local = server.jobs.lookup(job.id)
+        if local is None and gc.answer_stray_copy(cluster, sender, job.id):
+            if job.queue is not None:
+                queues.add(job.queue)  # (the refill asked for is answered still)
+            continue  # acknowledged and collected here: not delivered again
         if local is not None:
             if local.state != ACTIVE:
                 continue  # queued already, or acknowledged here (maybe a dummy ACK)

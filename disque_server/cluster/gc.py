@@ -8,19 +8,75 @@ instead. When every owner confirmed, DELJOB deletes the copies and the local
 job. A dummy ACK is dropped once an owner (which then does the GC) or every
 node answered. Until then the GC is retried with a growing backoff, so an
 ACK survives owners being down or partitioned away.
+
+Beyond Disque: a node remembers the jobs it collected lately that a Disque
+node owned too (``Collected``), and answers a stray copy's WILLQUEUE, QUEUED
+or YOURJOBS with SETACK.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from disque_server.cluster.node import HANDSHAKE
+from disque_server.cluster.node import C_NODE, HANDSHAKE
 from disque_server.job import ACKED, WAIT_REPL, Job
 
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster, Handler
     from disque_server.cluster.bus import BusLink
     from disque_server.cluster.node import ClusterNode
+
+
+# The collected jobs remembered (oldest forgotten first): about 100 bytes each.
+COLLECTED_MAX: Final = 65_536
+
+
+class Collected:
+    """IDs of acknowledged jobs this node deleted lately, among whose owners was a
+    Disque node.
+
+    Why: Disque's receiveYourJobs adds no node to a moved job's owners, and its
+    sender keeps its copy (active, queued again after RETRY). A copy that went
+    from one Disque node to another is then on no list: acknowledged and collected
+    elsewhere, it comes back at each RETRY, is delivered again, and a leaving node
+    holding it never drains. Its WILLQUEUE and QUEUED still reach the owners it
+    knows: one of ours that collected the job tells it that it was acknowledged
+    (an ACK is final, and job IDs are never reused). Nodes of ours list every
+    node a job moves to (federation.py), so a job only they owned needs none."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self) -> None:
+        self.ids: dict[bytes, None] = {}  # (insertion order: the oldest first)
+
+    def add(self, job_id: bytes) -> None:
+        ids = self.ids
+        ids[job_id] = None
+        if len(ids) > COLLECTED_MAX:
+            del ids[next(iter(ids))]
+
+    def __contains__(self, job_id: bytes) -> bool:
+        return job_id in self.ids
+
+
+def job_collected(cluster: Cluster, job: Job) -> None:
+    """An acknowledged job was deleted here: remember it if a Disque node owned it."""
+    nodes = cluster.nodes
+    for node_id in job.nodes_delivered:
+        node = nodes.get(node_id)
+        if node is not None and node.kind == C_NODE:
+            cluster.collected.add(job.id)
+            return
+
+
+def answer_stray_copy(cluster: Cluster, sender: ClusterNode, job_id: bytes) -> bool:
+    """A node spoke of a job unknown here (WILLQUEUE, QUEUED, YOURJOBS): if this
+    node collected it, SETACK (claiming no owner: the sender runs the GC of its
+    copy). True when it did."""
+    if job_id not in cluster.collected:
+        return False
+    cluster.send(sender, b"SETACK", [job_id, b"0"])
+    return True
 
 
 def is_dummy(job: Job) -> bool:

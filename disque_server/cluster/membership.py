@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms, pick
 from disque_server.cluster import detector as detector_mod
-from disque_server.cluster.dialect import C_NODE, OURS, SERIALIZED_JOBS
+from disque_server.cluster.dialect import SERIALIZED_JOBS
 from disque_server.cluster.node import (
+    C_NODE,
     FAIL,
     FAILING,
     HANDSHAKE,
     LEAVING,
+    OURS,
     PFAIL,
     ClusterNode,
     parse_port_field,

@@ -17,6 +17,11 @@ MYSELF: Final = "myself"
 # ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) ----------
 _HEX_DIGITS: Final = frozenset(b"0123456789abcdef")
 FAILING: Final = frozenset((PFAIL, FAIL))
+
+# Which bus a node speaks (ClusterNode.kind; dialect.py translates).
+UNKNOWN: Final = 0
+C_NODE: Final = 1  # Disque 1.0-rc1's clusterMsg
+OURS: Final = 2
 NOT_CANDIDATE: Final = frozenset((PFAIL, FAIL, HANDSHAKE, LEAVING))
 
 
@@ -82,7 +87,7 @@ class ClusterNode:
         self.connecting = False
         self.connect_attempt = 0
         self.ctime = 0
-        self.kind = 0  # which bus it speaks: dialect.UNKNOWN, C_NODE or OURS
+        self.kind = 0  # which bus it speaks: UNKNOWN, C_NODE or OURS (dialect.py)
 
     @property
     def failing(self) -> bool:

@@ -7,6 +7,8 @@ When an owner re-queues it broadcasts QUEUED: the others postpone their own
 timer, and if two owners queued it at once, one of them dequeues its copy
 (``keeps_queued_copy``), so one node, not all, delivers it again. WORKING
 (and a delivery, which starts the retry period) postpones every owner.
+An owner that collected the job answers a WILLQUEUE or QUEUED about it with
+SETACK (gc.Collected: a stray copy a Disque node moved).
 POSTPONE (beyond Disque: ``NACK ... DELAY``) holds every other owner's copy
 until the delay has passed, so the NACKing node re-queues it first.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms
+from disque_server.cluster import gc
 from disque_server.job import (
     ACKED,
     FLAG_BCAST_WILLQUEUE,
@@ -66,6 +69,7 @@ def on_willqueue(
 ) -> None:
     job = cluster.server.jobs.lookup(payload[0])
     if job is None:
+        gc.answer_stray_copy(cluster, sender, payload[0])
         return
     if job.state == QUEUED:
         cluster.send(sender, b"QUEUED", [job.id, NOCOUNT])
@@ -76,7 +80,10 @@ def on_willqueue(
 def on_queued(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
     server = cluster.server
     job = server.jobs.lookup(payload[0])
-    if job is None or job.state == ACKED:
+    if job is None:
+        gc.answer_stray_copy(cluster, sender, payload[0])
+        return
+    if job.state == ACKED:
         return
     if job.state == QUEUED and not keeps_queued_copy(cluster.myself.id, sender.id, job.id):
         server.queues.dequeue_job(job)

@@ -186,3 +186,35 @@ def test_a_copy_moved_through_a_c_node_is_collected_when_acked_elsewhere(
         assert n.call("ACKJOB", jid) == 1
         for node in nodes:
             wait_for(lambda node=node: node.call("SHOW", jid) is None, 10, message=f"{node}")
+
+
+def test_a_stray_copy_between_c_nodes_is_acked_by_an_owner_of_ours_that_collected_it(
+    tmp_path: Path, reference_binary: str
+) -> None:
+    """A job added on A (C) with a copy on N (ours) goes by YOURJOBS to L (C): L's
+    copy is on no list (Disque's receiveYourJobs adds no node), so when the job is
+    acknowledged on N and collected, nothing reaches L, whose copy comes back at
+    each RETRY to be delivered again, for good (test_rolling_upgrade's leave, which
+    waited for it, twice). L's WILLQUEUE still goes to the owners it knows: N
+    remembers that it collected the job, and answers SETACK."""
+    nodes = mixed_nodes(tmp_path, reference_binary, 2)
+    with ClusterOfNodes.running(nodes) as cluster:
+        for node in cluster:
+            wait_for(lambda n=node: replicates_to_all(n, 3), message=f"{node} replicates")
+        a, stray, n = nodes
+        n_id = n.call("CLUSTER", "MYID")
+        for attempt in range(40):  # A picks its second owner at random: N wanted
+            queue = f"stray{attempt}"
+            jid = a.call("ADDJOB", queue, "body", "0", "REPLICATE", "2", "RETRY", "2")
+            if n_id in as_dict(a.call("SHOW", jid))[b"nodes-delivered"]:
+                break
+        [[_, got, _]] = stray.call("GETJOB", "TIMEOUT", "10000", "FROM", queue)
+        assert got == jid  # moved from A (NEEDJOBS, YOURJOBS)
+        assert (
+            stray.call("CLUSTER", "MYID")
+            not in as_dict(stray.call("SHOW", jid))[b"nodes-delivered"]
+        )
+        assert n.call("ACKJOB", jid) == 1
+        for node in (n, a):
+            wait_for(lambda node=node: node.call("SHOW", jid) is None, 10, message=f"{node}")
+        wait_for(lambda: stray.call("SHOW", jid) is None, 15, message="the stray copy gone")

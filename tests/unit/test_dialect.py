@@ -11,7 +11,7 @@ from disque_server.clock import now_ms
 from disque_server.cluster import clustermsg as cm
 from disque_server.cluster import dialect
 from disque_server.cluster.bus import BusLink
-from disque_server.cluster.node import ClusterNode
+from disque_server.cluster.node import C_NODE, OURS, ClusterNode
 from disque_server.job import ACTIVE, FIELDS, Job, job_to_fields
 from disque_server.resp import bulk_array
 from disque_server.serialize import serialize_job
@@ -101,7 +101,7 @@ def test_a_link_up_after_its_node_spoke_writes_the_nodes_dialect() -> None:
     cluster.nodes[OTHER] = node
     link = BusLink(cluster, node)  # made when the connection is (the protocol factory)
     assert link.speaks_c and link.mark == dialect.MARK
-    node.kind = dialect.OURS  # (sender_of: a message from it, meanwhile)
+    node.kind = OURS  # (sender_of: a message from it, meanwhile)
     cluster.link_up(node, link)
     assert node.link is link
     assert not link.speaks_c
@@ -112,7 +112,7 @@ def test_a_link_up_to_a_disque_node_writes_clustermsg_without_the_mark() -> None
     node = ClusterNode(OTHER, "127.0.0.1", 7712)
     cluster.nodes[OTHER] = node
     link = BusLink(cluster, node)
-    node.kind = dialect.C_NODE
+    node.kind = C_NODE
     cluster.link_up(node, link)
     assert link.speaks_c and link.mark == b""
 
@@ -136,7 +136,7 @@ def c_stream(mark: bytes) -> tuple[bytes, list[Job]]:
 
 
 @pytest.mark.parametrize("size", [1, 7, 144, 200, 1000, 1 << 20])
-@pytest.mark.parametrize("kind", [dialect.C_NODE, dialect.OURS])
+@pytest.mark.parametrize("kind", [C_NODE, OURS])
 def test_clustermsgs_read_the_same_however_the_reads_split_them(size: int, kind: int) -> None:
     """A run of clusterMsgs of one sender is handled as one (bus.read_clustermsgs),
     looked at as bytes; a message split between reads is held until its end
@@ -147,19 +147,19 @@ def test_clustermsgs_read_the_same_however_the_reads_split_them(size: int, kind:
     node.kind = kind
     node.connect_attempt = now_ms() + 3_600_000  # (no link attempt from a unit test)
     cluster.nodes[OTHER] = node
-    stream, jobs = c_stream(b"" if kind == dialect.C_NODE else dialect.MARK)
-    if kind == dialect.OURS:
+    stream, jobs = c_stream(b"" if kind == C_NODE else dialect.MARK)
+    if kind == OURS:
         gotjob = [b"GOTJOB", OTHER, b"7712", b"-", b"D-dddddddd-" + b"0" * 24 + b"-05a1"]
         stream += bulk_array(gotjob)
     link = BusLink(cluster, None)
     for i in range(0, len(stream), size):
         link.data_received(stream[i : i + size])
-    assert cluster.messages_received == (8 if kind == dialect.C_NODE else 9)
+    assert cluster.messages_received == (8 if kind == C_NODE else 9)
     for job in jobs:
         copy = server.jobs.lookup(job.id)
         assert copy is not None and copy.body == job.body and copy.queue == b"q"
     assert link.peer_kind == kind and node.kind == kind
-    if kind == dialect.C_NODE:
+    if kind == C_NODE:
         assert link.c_input == bytearray()  # nothing held after the last message
     else:
         assert link.c_input is None  # RESP from then on
