@@ -111,6 +111,7 @@ class Leave:
         self.results = [Result(self.target, "leaving")] + [Result(m, "other") for m in self.others]
         self.target_gone = False
         self.orphan_acks = 0  # acknowledged jobs waiting only on departed nodes
+        self.strays: list[str] = []  # job IDs held here that no owner holds (stray_copies)
 
     @property
     def mine(self) -> Result:
@@ -274,6 +275,7 @@ class Leave:
                     watcher.explained = True
                     if self.only_orphan_acks(remaining):
                         break
+                    self.strays = self.stray_copies(remaining)
                     progress.note(self.stall_message(remaining, watcher.stalled_for()))
                 if timeout is not None and watcher.elapsed() >= timeout:
                     break
@@ -301,6 +303,13 @@ class Leave:
             "other nodes and run this command again, or undo with "
             f"`{target.cli('cluster', 'leaving', 'no')}`."
         )
+        if self.strays:
+            shown = " ".join(self.strays[:5]) + (" ..." if len(self.strays) > 5 else "")
+            out.line(
+                f"    Stray copies among them: {len(self.strays)} (no node that owns "
+                "the job holds it any more). If your consumers "
+                f"processed them, `{target.cli('ackjob', shown)}` ends them."
+            )
         self.mine.fail(f"{plural(remaining, 'job')} left after {timeout:g}s")
         return False
 
@@ -372,6 +381,39 @@ class Leave:
         self.orphan_acks = count
         return True
 
+    def stray_copies(self, remaining: int) -> list[str]:
+        """The jobs held here, not acknowledged, that list neither this node nor any
+        node still holding them: copies a C Disque node's federation moved here
+        (its receiveYourJobs lists no node), whose owners collected the job, most
+        likely after an ACK. Such a copy is queued again at each RETRY, delivered
+        again, and never leaves. Checked on a stall, for a few jobs (as
+        only_orphan_acks); [] when anything is unclear."""
+        if remaining > ORPHAN_CHECK_MAX or not self.target.id:
+            return []
+        others = {member.id: member for member in self.others if member.id}
+        strays: list[str] = []
+        try:
+            cursor: Any = b"0"
+            while True:
+                reply = self.target.call("JSCAN", cursor, "COUNT", 1000, "REPLY", "all")
+                if not isinstance(reply, list) or len(reply) != 2:
+                    return []
+                cursor, jobs = reply
+                for job in jobs or []:
+                    fields = dict(zip(job[::2], job[1::2], strict=False))
+                    owners = {bytes(n).decode() for n in fields.get(b"nodes-delivered") or []}
+                    if fields.get(b"state") == b"acked" or self.target.id in owners:
+                        continue
+                    asked = [others[n] for n in owners if n in others]
+                    job_id = fields.get(b"id")
+                    if asked and all(m.call("SHOW", job_id) is None for m in asked):
+                        strays.append(bytes(job_id).decode())
+                if cursor in (b"0", 0):
+                    break
+        except (NodeDown, TypeError, ValueError):
+            return []
+        return strays
+
     @staticmethod
     def acked_or_gone(member: Member | None, job_id: Any) -> bool:
         """Whether that node holds the job acknowledged, or no copy of it."""
@@ -404,6 +446,12 @@ class Leave:
                     f" {remaining - total} more are being processed or are copies of "
                     "jobs queued elsewhere: they go when acknowledged."
                 )
+        if self.strays:
+            text += (
+                f" Stray copies here: {len(self.strays)}. No node that owns such a job "
+                "holds it any more (collected there after an ACK, most likely), so it "
+                "comes back at each RETRY and will not leave."
+            )
         return text
 
     def queued_jobs(self) -> dict[str, int]:

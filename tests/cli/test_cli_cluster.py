@@ -600,3 +600,43 @@ def test_leave_without_consumers_explains_and_stops_at_the_timeout(start_cluster
     # Not forgotten, still leaving, jobs still there: ready for another run.
     assert node_id(leaving) in known_ids(cluster[0])
     assert is_leaving(leaving) and leaving.info()["registered_jobs"] == 3
+
+
+def test_leave_names_the_stray_copies_a_c_disque_node_holds(
+    tmp_path: Path, reference_binary: str, run_cli
+) -> None:
+    """Three C Disque nodes. A job on A (owners A and B) that federation moved to L is
+    on no list there (Disque's receiveYourJobs), so it stays on L once the ACK on A
+    collected it everywhere else: leave cannot drain it, and says which job it is
+    and how to end it; the ACKJOB it suggests does, and leave then completes."""
+    from testkit.nodes import ClusterOfNodes, ReferenceNode, replicates_to_all
+
+    config = {"cluster-node-timeout": "1500"}
+    nodes = [ReferenceNode(tmp_path / f"c{i}", reference_binary, dict(config)) for i in range(3)]
+    with ClusterOfNodes.running(nodes) as cluster:
+        for node in cluster:
+            wait_for(lambda n=node: replicates_to_all(n, 3), message=f"{node} replicates")
+        a, leaving, b = nodes
+        b_id = b.call("CLUSTER", "MYID")
+        for attempt in range(40):  # A picks its second owner at random: B wanted
+            queue = f"stray{attempt}"
+            jid = a.call("ADDJOB", queue, "body", "0", "REPLICATE", "2", "RETRY", "1")
+            if b_id in as_dict(a.call("SHOW", jid))[b"nodes-delivered"]:
+                break
+            assert a.call("ACKJOB", jid) == 1  # (its copy on L goes with it)
+        wait_for(lambda: leaving.info()["registered_jobs"] == 0, 10, message="L holds none")
+        [[_, got, _]] = leaving.call("GETJOB", "TIMEOUT", "10000", "FROM", queue)
+        assert got == jid  # moved from A (NEEDJOBS, YOURJOBS)
+        assert a.call("ACKJOB", jid) == 1
+        wait_for(lambda: a.call("SHOW", jid) is None and b.call("SHOW", jid) is None, 10)
+        result = run_cli("--cluster", "leave", addr(leaving), "--yes", "--timeout", "8", timeout=60)
+        no_traceback(result)
+        assert result.returncode == 1, result.out
+        assert "Stray copies here: 1." in result.out, result.out
+        assert "Stray copies among them: 1" in result.out and jid.decode() in result.out
+        assert leaving.call("ACKJOB", jid) == 1
+        result = run_cli(
+            "--cluster", "leave", addr(leaving), "--yes", "--timeout", "30", timeout=60
+        )
+        assert result.returncode == 0, result.out + result.err
+        assert node_id(leaving) not in known_ids(a)
