@@ -222,6 +222,20 @@ class ClusterOfNodes:
         return set()
 
 
+def job_with_second_owner(adder: Node, owner: Node, retry: int) -> tuple[bytes, str]:
+    """A job added on ``adder`` (REPLICATE 2, RETRY ``retry``) whose other copy is on
+    ``owner``: the node picks it at random, so jobs are added (each in a queue of
+    its own, the others acknowledged) until one is. Its ID and queue."""
+    owner_id = owner.call("CLUSTER", "MYID")
+    for attempt in range(40):
+        queue = f"owned{attempt}"
+        jid = adder.call("ADDJOB", queue, "body", "0", "REPLICATE", "2", "RETRY", str(retry))
+        if owner_id in as_dict(adder.call("SHOW", jid))[b"nodes-delivered"]:
+            return jid, queue
+        adder.call("ACKJOB", jid)  # (its copy elsewhere goes with it)
+    raise AssertionError(f"{adder} never picked {owner} in 40 jobs")
+
+
 def replicates_to_all(node: Node, n: int) -> bool:
     """An ADDJOB REPLICATE n on ``node`` is taken (the probe job acknowledged)."""
     try:

@@ -14,7 +14,15 @@ import pexpect
 import pytest
 from clihelpers import CliResult
 
-from testkit.nodes import as_dict, free_port, wait_for
+from testkit.nodes import (
+    ClusterOfNodes,
+    ReferenceNode,
+    as_dict,
+    free_port,
+    job_with_second_owner,
+    replicates_to_all,
+    wait_for,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(45)
@@ -609,21 +617,13 @@ def test_leave_names_the_stray_copies_a_c_disque_node_holds(
     on no list there (Disque's receiveYourJobs), so it stays on L once the ACK on A
     collected it everywhere else: leave cannot drain it, and says which job it is
     and how to end it; the ACKJOB it suggests does, and leave then completes."""
-    from testkit.nodes import ClusterOfNodes, ReferenceNode, replicates_to_all
-
     config = {"cluster-node-timeout": "1500"}
     nodes = [ReferenceNode(tmp_path / f"c{i}", reference_binary, dict(config)) for i in range(3)]
     with ClusterOfNodes.running(nodes) as cluster:
         for node in cluster:
             wait_for(lambda n=node: replicates_to_all(n, 3), message=f"{node} replicates")
         a, leaving, b = nodes
-        b_id = b.call("CLUSTER", "MYID")
-        for attempt in range(40):  # A picks its second owner at random: B wanted
-            queue = f"stray{attempt}"
-            jid = a.call("ADDJOB", queue, "body", "0", "REPLICATE", "2", "RETRY", "1")
-            if b_id in as_dict(a.call("SHOW", jid))[b"nodes-delivered"]:
-                break
-            assert a.call("ACKJOB", jid) == 1  # (its copy on L goes with it)
+        jid, queue = job_with_second_owner(a, b, retry=1)
         wait_for(lambda: leaving.info()["registered_jobs"] == 0, 10, message="L holds none")
         [[_, got, _]] = leaving.call("GETJOB", "TIMEOUT", "10000", "FROM", queue)
         assert got == jid  # moved from A (NEEDJOBS, YOURJOBS)

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from testkit.nodes import ClusterOfNodes, Node, ReferenceNode, as_dict, replicates_to_all, wait_for
+from testkit.nodes import (
+    ClusterOfNodes,
+    Node,
+    ReferenceNode,
+    as_dict,
+    job_with_second_owner,
+    replicates_to_all,
+    wait_for,
+)
 
 TIMEOUT = {"cluster-node-timeout": "1500"}
 
@@ -202,12 +210,7 @@ def test_a_stray_copy_between_c_nodes_is_acked_by_an_owner_of_ours_that_collecte
         for node in cluster:
             wait_for(lambda n=node: replicates_to_all(n, 3), message=f"{node} replicates")
         a, stray, n = nodes
-        n_id = n.call("CLUSTER", "MYID")
-        for attempt in range(40):  # A picks its second owner at random: N wanted
-            queue = f"stray{attempt}"
-            jid = a.call("ADDJOB", queue, "body", "0", "REPLICATE", "2", "RETRY", "2")
-            if n_id in as_dict(a.call("SHOW", jid))[b"nodes-delivered"]:
-                break
+        jid, queue = job_with_second_owner(a, n, retry=2)
         [[_, got, _]] = stray.call("GETJOB", "TIMEOUT", "10000", "FROM", queue)
         assert got == jid  # moved from A (NEEDJOBS, YOURJOBS)
         assert (
