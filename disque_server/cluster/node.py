@@ -14,14 +14,14 @@ LEAVING: Final = "leaving"
 HANDSHAKE: Final = "handshake"
 MYSELF: Final = "myself"
 
-# ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) ----------
-_HEX_DIGITS: Final = frozenset(b"0123456789abcdef")
-FAILING: Final = frozenset((PFAIL, FAIL))
-
 # Which bus a node speaks (ClusterNode.kind; dialect.py translates).
 UNKNOWN: Final = 0
 C_NODE: Final = 1  # Disque 1.0-rc1's clusterMsg
 OURS: Final = 2
+
+# ---- validating what peers say (IDs, addresses and ports end up in nodes.conf) ----------
+_HEX_DIGITS: Final = frozenset(b"0123456789abcdef")
+FAILING: Final = frozenset((PFAIL, FAIL))
 NOT_CANDIDATE: Final = frozenset((PFAIL, FAIL, HANDSHAKE, LEAVING))
 
 
@@ -87,7 +87,7 @@ class ClusterNode:
         self.connecting = False
         self.connect_attempt = 0
         self.ctime = 0
-        self.kind = 0  # which bus it speaks: UNKNOWN, C_NODE or OURS (dialect.py)
+        self.kind = UNKNOWN  # which bus it speaks: UNKNOWN, C_NODE or OURS (dialect.py)
 
     @property
     def failing(self) -> bool:
