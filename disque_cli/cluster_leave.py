@@ -273,9 +273,10 @@ class Leave:
                     break
                 if watcher.stalled_for() >= STALL_AFTER and not watcher.explained:
                     watcher.explained = True
-                    if self.only_orphan_acks(remaining):
+                    jobs = self.jobs_here(remaining)
+                    if jobs is not None and self.only_orphan_acks(jobs, remaining):
                         break
-                    self.strays = self.stray_copies(remaining)
+                    self.strays = self.stray_copies(jobs or [])
                     progress.note(self.stall_message(remaining, watcher.stalled_for()))
                 if timeout is not None and watcher.elapsed() >= timeout:
                     break
@@ -338,78 +339,75 @@ class Leave:
         self.mine.fail(f"went away while draining: {self.target.error}")
         return None
 
-    def only_orphan_acks(self, remaining: int) -> bool:
+    def jobs_here(self, remaining: int) -> list[dict[Any, Any]] | None:
+        """Every job the leaving node holds, as JSCAN REPLY all's fields, for the
+        checks of a stall (only_orphan_acks, stray_copies): only for a few jobs
+        (ORPHAN_CHECK_MAX); None when there are more, or a reply is not one."""
+        if remaining > ORPHAN_CHECK_MAX:
+            return None
+        jobs: list[dict[Any, Any]] = []
+        try:
+            cursor: Any = b"0"
+            while True:
+                reply = self.target.call("JSCAN", cursor, "COUNT", 1000, "REPLY", "all")
+                if not isinstance(reply, list) or len(reply) != 2:
+                    return None
+                cursor, page = reply
+                jobs += [dict(zip(job[::2], job[1::2], strict=False)) for job in page or []]
+                if cursor in (b"0", 0):
+                    return jobs
+        except (NodeDown, TypeError, ValueError):
+            return None
+
+    def only_orphan_acks(self, jobs: list[dict[Any, Any]], remaining: int) -> bool:
         """Whether every job left is acknowledged, and its garbage collection waits
         only on nodes the cluster no longer has (forgotten after they left: Disque
         keeps waiting for them until the job's TTL) or on nodes that hold it
         acknowledged too, or not at all (their own GC may wait on a departed
         node). Such a job is nothing to deliver, nor to deliver twice: the node
-        can go. Checked once, on a stall, and only for a few jobs (JSCAN REPLY
-        all, and SHOW on the other nodes it waits on)."""
-        if remaining > ORPHAN_CHECK_MAX:
+        can go. Checked once, on a stall (SHOW on the other nodes it waits on)."""
+        if len(jobs) != remaining:  # jobs came or went meanwhile: keep waiting
             return False
         try:
             members = {entry.id for entry in _view(self.target)}
             others = {member.id: member for member in self.others if member.id}
-            cursor: Any = b"0"
-            count = 0
-            while True:
-                reply = self.target.call("JSCAN", cursor, "COUNT", 1000, "REPLY", "all")
-                if not isinstance(reply, list) or len(reply) != 2:
+            for fields in jobs:
+                if fields.get(b"state") != b"acked":
                     return False
-                cursor, jobs = reply
-                for job in jobs or []:
-                    fields = dict(zip(job[::2], job[1::2], strict=False))
-                    if fields.get(b"state") != b"acked":
+                waiting = set(fields.get(b"nodes-delivered") or []) - set(
+                    fields.get(b"nodes-confirmed") or []
+                )
+                for n in waiting:
+                    name = bytes(n).decode()
+                    if name in members and not self.acked_or_gone(
+                        others.get(name), fields.get(b"id")
+                    ):
                         return False
-                    waiting = set(fields.get(b"nodes-delivered") or []) - set(
-                        fields.get(b"nodes-confirmed") or []
-                    )
-                    for n in waiting:
-                        name = bytes(n).decode()
-                        if name in members and not self.acked_or_gone(
-                            others.get(name), fields.get(b"id")
-                        ):
-                            return False
-                    count += 1
-                if cursor in (b"0", 0):
-                    break
         except (NodeDown, TypeError, ValueError):
             return False
-        if count != remaining:  # jobs came or went meanwhile: keep waiting
-            return False
-        self.orphan_acks = count
+        self.orphan_acks = len(jobs)
         return True
 
-    def stray_copies(self, remaining: int) -> list[str]:
+    def stray_copies(self, jobs: list[dict[Any, Any]]) -> list[str]:
         """The jobs held here, not acknowledged, that list neither this node nor any
         node still holding them: copies a C Disque node's federation moved here
         (its receiveYourJobs lists no node), whose owners collected the job, most
         likely after an ACK. Such a copy is queued again at each RETRY, delivered
-        again, and never leaves. Checked on a stall, for a few jobs (as
-        only_orphan_acks); [] when anything is unclear."""
-        if remaining > ORPHAN_CHECK_MAX or not self.target.id:
+        again, and never leaves. Checked on a stall (SHOW on the nodes each
+        lists); [] when anything is unclear."""
+        if not self.target.id:
             return []
         others = {member.id: member for member in self.others if member.id}
         strays: list[str] = []
         try:
-            cursor: Any = b"0"
-            while True:
-                reply = self.target.call("JSCAN", cursor, "COUNT", 1000, "REPLY", "all")
-                if not isinstance(reply, list) or len(reply) != 2:
-                    return []
-                cursor, jobs = reply
-                for job in jobs or []:
-                    fields = dict(zip(job[::2], job[1::2], strict=False))
-                    owners = {bytes(n).decode() for n in fields.get(b"nodes-delivered") or []}
-                    if fields.get(b"state") == b"acked" or self.target.id in owners:
-                        continue
-                    asked = [others[n] for n in owners if n in others]
-                    job_id = fields.get(b"id")
-                    if asked and all(m.call("SHOW", job_id) is None for m in asked):
-                        strays.append(bytes(job_id).decode())
-                if cursor in (b"0", 0):
-                    break
+            for fields in jobs:
+                owners = {bytes(n).decode() for n in fields.get(b"nodes-delivered") or []}
+                if fields.get(b"state") == b"acked" or self.target.id in owners:
+                    continue
+                asked = [others[n] for n in owners if n in others]
+                job_id = fields.get(b"id")
+                if asked and all(m.call("SHOW", job_id) is None for m in asked):
+                    strays.append(bytes(job_id).decode())
         except (NodeDown, TypeError, ValueError):
             return []
         return strays
