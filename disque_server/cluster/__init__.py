@@ -97,6 +97,7 @@ class Cluster:
         self.replications: dict[bytes, replication.Replication] = {}
         self.refills: dict[bytes, federation.Refill] = {}  # queue -> refill asked on drain
         self.collected = gc.Collected()  # acknowledged jobs deleted lately (stray copies)
+        self.repljob_messages = dialect.RepljobMessages()  # REPLJOBs to C nodes
         self.failing_known = False  # some node flagged PFAIL or FAIL (cron): gossip names it
 
     # ---- nodes.conf -------------------------------------------------------------
@@ -328,7 +329,7 @@ class Cluster:
             else:
                 if not c_message or link.mark != c_mark:
                     me = self.myself
-                    c_message = dialect.repljob_message(
+                    c_message = self.repljob_messages.message(
                         me.id, me.port, self.leaving, serialized, link.mark
                     )
                     c_mark = link.mark

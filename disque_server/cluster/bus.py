@@ -59,6 +59,7 @@ from disque_server.cluster.node import C_NODE, OURS, UNKNOWN
 from disque_server.job import Job
 from disque_server.request_reader import RequestError, RequestReader
 from disque_server.resp import bulk_array
+from disque_server.serialize import SerializeError, deserialize_job
 
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster
@@ -68,7 +69,8 @@ MAX_MESSAGE_PARTS: Final = 1_000_000
 BATCH_MAX_PARTS: Final = 4096  # a batched message (send_batched) closes at this many parts
 BUS_BUFFER_LIMIT: Final = 1024 * 1024 * 1024
 HEAD_END: Final = clustermsg.HEADER_LEN  # (a clusterMsg's header: totlen at 4, fixed after 8)
-JOB_ID_MESSAGE_LEN: Final = clustermsg.HEADER_LEN + clustermsg.JOB_ID.size
+JOB_ID_MESSAGE_LEN: Final = clustermsg.HEADER_LEN + clustermsg.JOB_ID_LEN
+COUNTS_LEN: Final = clustermsg.COUNTS_LEN
 
 
 def auth_proof(password: str, role: bytes, peer_nonce: bytes, own_nonce: bytes) -> bytes:
@@ -113,12 +115,14 @@ class BusLink:
         self.write_as(node.kind if node is not None else OURS)
         self.c_input: bytearray | None = None
         # The last run of job ID messages read (GOTJOB, SETACK, ...: read_clustermsgs):
-        # its header after totlen, first message, our header parts and run key. A read
-        # that goes on with it is handled as it, with no message decoded.
-        self.id_run_tail = b""
+        # its whole header, first message, our header parts and run key, and whether
+        # its messages carry IDs only. A message with that header, in this read or a
+        # later one, goes on with it, with no message decoded.
+        self.id_run_header = b""
         self.id_run_first: Message | None = None
         self.id_run_head: list[bytes] = []
         self.id_run_key = b""
+        self.id_run_ids_only = True
         self.heard = False  # anything read on this link yet
         self.peer_kind = OURS  # what the last message read says its sender is
         # The peer's PONG on this link said SERIALIZED_JOBS (dialect.py): a REPLJOB's
@@ -219,6 +223,24 @@ class BusLink:
                 rest = data[pos:]
                 self.c_input = None
                 break
+            if (
+                self.id_run_header
+                and end - pos >= JOB_ID_MESSAGE_LEN
+                and data[pos : pos + HEAD_END] == self.id_run_header
+            ):
+                # A job ID message (GOTJOB, SETACK, ...) with the header of the last
+                # run of them, in this read or an earlier one: a C node sends one for
+                # each job, most of what it sends. Only its ID (and aux) is read.
+                if first is None or run_key != self.id_run_key:
+                    if first is not None:
+                        self.on_clustermsg(first, run, copies)
+                    first, run_key, run_tail = self.id_run_first, self.id_run_key, b""
+                    run, copies = self.id_run_head[:], []
+                else:
+                    self.cluster.messages_received += 1  # (handle_message counts the first)
+                self.add_id_item(run, data, pos + HEAD_END)
+                pos += JOB_ID_MESSAGE_LEN
+                continue
             try:
                 length = clustermsg.message_length(data, pos)
             except clustermsg.MessageError as exc:
@@ -230,27 +252,11 @@ class BusLink:
                 break
             start = pos
             pos += length
-            if (
-                first is None
-                and self.id_run_tail
-                and length == JOB_ID_MESSAGE_LEN
-                and data[start + 8 : start + HEAD_END] == self.id_run_tail
-            ):
-                # The last read's run goes on (a C node's GOTJOB for each job it takes
-                # comes in as many reads as jobs, or nearly).
-                first, run_key, run_tail = self.id_run_first, self.id_run_key, self.id_run_tail
-                run = self.id_run_head[:]
-                if self.run_item(run, data, start, pos):
-                    continue
-                first, run_key, run_tail, run = None, b"", b"", []
             if run_tail and data[start + 8 : start + HEAD_END] == run_tail:
-                # The next message of the run: its header says nothing new, only
-                # its data is read (no Message built: most of what a C node sends).
-                if copies and self.run_copies(copies, data, start, pos):
+                # The next REPLJOB of the run: its header says nothing new, only its
+                # jobs are read (no Message built: most of what a C node sends).
+                if self.run_copies(copies, data, start, pos):
                     self.cluster.messages_received += 1  # (handle_message counts the first)
-                    continue
-                if not copies and self.run_item(run, data, start, pos):
-                    self.cluster.messages_received += 1
                     continue
             msg = self.decoded(data[start:pos])
             if msg is None:
@@ -272,10 +278,13 @@ class BusLink:
             if first is not None:
                 self.on_clustermsg(first, run, copies)
             first, run, run_key, copies = msg, parts, key, jobs
-            run_tail = data[start + 8 : start + HEAD_END] if key else b""
-            if key and not jobs and length == JOB_ID_MESSAGE_LEN and run_tail != self.id_run_tail:
-                self.id_run_tail, self.id_run_first = run_tail, msg
-                self.id_run_head, self.id_run_key = parts[:4], key
+            run_tail = data[start + 8 : start + HEAD_END] if jobs else b""
+            if key and not jobs and length == JOB_ID_MESSAGE_LEN:
+                header = data[start : start + HEAD_END]
+                if header != self.id_run_header:
+                    self.id_run_header, self.id_run_first = header, msg
+                    self.id_run_head, self.id_run_key = parts[:4], key
+                    self.id_run_ids_only = parts[0] in dialect.IDS_ONLY
         if first is not None and not self.closed:
             self.on_clustermsg(first, run, copies)
         if self.c_input is None:  # (after the run before the switch: its sender's kind)
@@ -284,41 +293,38 @@ class BusLink:
             self.c_input = bytearray(data[pos:]) if pos < end else bytearray()
         return rest
 
-    @staticmethod
-    def run_item(run: list[bytes], data: bytes, start: int, end: int) -> bool:
-        """Add what the message at data[start:end], with the header of its run, says
-        (GOTJOB, SETACK, ...: an ID and aux) to the run; False to decode it the
-        usual way (a layout that does not match)."""
-        name = run[0]
-        if name == b"REPLJOB" or end - start != JOB_ID_MESSAGE_LEN:
-            return False
-        at = HEAD_END + start
+    def add_id_item(self, run: list[bytes], data: bytes, at: int) -> None:
+        """Add what the job ID message whose data starts at data[at] says (an ID, and
+        for SETACK, GOTACK, ENQUEUE its aux) to the run of the last ID header read."""
         job_id = data[at : at + clustermsg.NAME_LEN]
-        if name in dialect.IDS_ONLY:
+        if self.id_run_ids_only:
             run.append(job_id)
         else:
             aux = clustermsg.u32_big(data, at + clustermsg.NAME_LEN)
-            run += dialect.job_id_item(name, job_id, aux)
-        return True
+            run += dialect.job_id_item(run[0], job_id, aux)
 
     @staticmethod
     def run_copies(copies: list[Job], data: bytes, start: int, end: int) -> bool:
         """Add the jobs of the REPLJOB at data[start:end], with the header of its run,
-        to ``copies``; False to decode it the usual way."""
+        to ``copies``, read where they are; False to decode it the usual way."""
         at = HEAD_END + start
-        if end - at < clustermsg.COUNTS.size:
+        if end - at < COUNTS_LEN:
             return False
         numjobs = clustermsg.u32_big(data, at)
-        datasize = clustermsg.u32_big(data, at + 4)
-        if clustermsg.COUNTS.size + datasize != end - at:
+        if COUNTS_LEN + clustermsg.u32_big(data, at + 4) != end - at:
             return False
+        taken = len(copies)
+        pos = at + COUNTS_LEN
         try:
-            jobs = clustermsg.split_jobs(data, numjobs, at + clustermsg.COUNTS.size, end)
-        except clustermsg.MessageError:
+            for _ in range(numjobs):
+                job, pos = deserialize_job(data, pos, storage=False)
+                copies.append(job)
+        except SerializeError:
+            pos = -1
+        if pos != end or numjobs == 0:  # (a job past the message's end: not one)
+            del copies[taken:]
             return False
-        more = dialect.copies(jobs)
-        copies += more
-        return bool(more)
+        return True
 
     def decoded(self, data: bytes) -> Message | None:
         try:

@@ -45,7 +45,9 @@ HEADER_LEN: Final = HEADER.size  # 144
 GOSSIP: Final = struct.Struct("!40sII46sHHHI")
 GOSSIP_LEN: Final = GOSSIP.size  # 104
 JOB_ID: Final = struct.Struct("!40sI")
+JOB_ID_LEN: Final = JOB_ID.size  # 44
 COUNTS: Final = struct.Struct("!II")  # numjobs/datasize, aux/qnamelen
+COUNTS_LEN: Final = COUNTS.size  # 8
 NAME_LEN: Final = 40
 IP_LEN: Final = 46
 
@@ -219,7 +221,7 @@ def job_id_header(
 ) -> bytes:
     """The header of a job ID message (GOTJOB, SETACK, ...): the same for every job,
     so a node saying it of many jobs packs it once (``+ job_id_data(...)`` each)."""
-    return pack_header(mtype, 0, sender, port, flags, mflags, mark, JOB_ID.size)
+    return pack_header(mtype, 0, sender, port, flags, mflags, mark, JOB_ID_LEN)
 
 
 def jobs_message(
@@ -243,7 +245,7 @@ def jobs_prefix(tail: bytes, numjobs: int, size: int) -> bytes:
     if prefix is None:
         if len(_jobs_prefixes) >= 1024:
             _jobs_prefixes.clear()
-        totlen = HEADER_LEN + COUNTS.size + size
+        totlen = HEADER_LEN + COUNTS_LEN + size
         prefix = SIG + totlen.to_bytes(4, "big") + tail + COUNTS.pack(numjobs, size)
         _jobs_prefixes[key] = prefix
     return prefix
@@ -265,6 +267,8 @@ def header_tail(mtype: int, sender: bytes, port: int, flags: int, mark: bytes) -
 
 
 def job_id_data(job_id: bytes, aux: int) -> bytes:
+    if len(job_id) == NAME_LEN and aux == 0:  # (a job ID: GOTJOB, DELJOB, ... of each job)
+        return job_id + b"\0\0\0\0"
     return JOB_ID.pack(padded(job_id, NAME_LEN), aux)
 
 
@@ -324,18 +328,18 @@ def decode(buf: bytes) -> Message:
         expect(len(data) == NAME_LEN, mtype, totlen)
         msg.about = bytes(data)
     elif mtype in JOBS_TYPES:
-        expect(len(data) >= COUNTS.size, mtype, totlen)
+        expect(len(data) >= COUNTS_LEN, mtype, totlen)
         numjobs, datasize = COUNTS.unpack_from(data)
-        expect(len(data) == COUNTS.size + datasize, mtype, totlen)
-        msg.jobs = split_jobs(buf, numjobs, HEADER_LEN + COUNTS.size)
+        expect(len(data) == COUNTS_LEN + datasize, mtype, totlen)
+        msg.jobs = split_jobs(buf, numjobs, HEADER_LEN + COUNTS_LEN)
     elif mtype in JOB_ID_TYPES:
-        expect(len(data) == JOB_ID.size, mtype, totlen)
+        expect(len(data) == JOB_ID_LEN, mtype, totlen)
         msg.job_id, msg.aux = JOB_ID.unpack_from(data)
     elif mtype in QUEUE_TYPES:
-        expect(len(data) >= COUNTS.size, mtype, totlen)
+        expect(len(data) >= COUNTS_LEN, mtype, totlen)
         msg.aux, qnamelen = COUNTS.unpack_from(data)
-        expect(len(data) == COUNTS.size + qnamelen, mtype, totlen)
-        msg.queue = bytes(data[COUNTS.size :])
+        expect(len(data) == COUNTS_LEN + qnamelen, mtype, totlen)
+        msg.queue = bytes(data[COUNTS_LEN:])
     else:
         raise MessageError(f"unknown message type {mtype}")
     return msg

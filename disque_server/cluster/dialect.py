@@ -235,17 +235,40 @@ def header_flags(sender_flags: bytes) -> int:
     return clustermsg.NODE_MYSELF
 
 
-def repljob_message(
-    sender: bytes, port: int, leaving: bool, serialized: bytes, mark: bytes
-) -> bytes:
-    """A REPLJOB of one job as Disque reads it, from a node of ours (its ID and port,
-    whether it is leaving): the job ``serialize_job(job, storage=False)`` made, as
-    Disque's clusterReplicateJob does, not through our fields and back (one
-    conversion instead of three; the same bytes go to nodes of ours that take them).
-    The receiver takes the copy as active whatever state it says (Disque's REPLJOB
-    handler)."""
-    flags = clustermsg.NODE_MYSELF | (clustermsg.NODE_LEAVING if leaving else 0)
-    return clustermsg.jobs_message(clustermsg.REPLJOB, sender, port, flags, mark, [serialized])
+class RepljobMessages:
+    """REPLJOBs of one job as Disque reads them, from this node: the job as
+    ``serialize_job(job, storage=False)`` made it, as Disque's clusterReplicateJob
+    does, not through our fields and back (one conversion instead of three; the
+    same bytes go to nodes of ours that take them). The receiver takes the copy as
+    active whatever state it says (Disque's REPLJOB handler).
+
+    What comes before the job (header and counts) is the same for every job of one
+    size this node replicates: it is kept by size, for the header last asked for
+    (this node's ID, port, whether it is leaving, the mark)."""
+
+    def __init__(self) -> None:
+        self.sender = b""
+        self.port = 0
+        self.flags = 0
+        self.mark = b""
+        self.tail = b""  # the header after totlen
+        self.prefixes: dict[int, bytes] = {}  # job size -> header and counts
+
+    def message(
+        self, sender: bytes, port: int, leaving: bool, serialized: bytes, mark: bytes
+    ) -> bytes:
+        flags = clustermsg.NODE_MYSELF | (clustermsg.NODE_LEAVING if leaving else 0)
+        if flags != self.flags or mark != self.mark or port != self.port or sender != self.sender:
+            self.sender, self.port, self.flags, self.mark = sender, port, flags, mark
+            self.tail = clustermsg.header_tail(clustermsg.REPLJOB, sender, port, flags, mark)
+            self.prefixes.clear()
+        size = len(serialized)
+        prefix = self.prefixes.get(size)
+        if prefix is None:
+            if len(self.prefixes) >= 1024:
+                self.prefixes.clear()
+            prefix = self.prefixes[size] = clustermsg.jobs_prefix(self.tail, 1, size)
+        return prefix + serialized
 
 
 _job_id_headers: Final[dict[bytes, bytes]] = {}

@@ -12,7 +12,7 @@ from disque_server.cluster import clustermsg as cm
 from disque_server.cluster import dialect
 from disque_server.cluster.bus import BusLink
 from disque_server.cluster.node import C_NODE, OURS, ClusterNode
-from disque_server.job import ACTIVE, FIELDS, Job, job_to_fields
+from disque_server.job import ACKED, ACTIVE, FIELDS, Job, job_to_fields
 from disque_server.resp import bulk_array
 from disque_server.serialize import serialize_job
 
@@ -126,8 +126,9 @@ def c_stream(mark: bytes) -> tuple[bytes, list[Job]]:
         job = Job(b"D-bbbbbbbb-%024d-05a1" % i, ACTIVE, int(time.time()) + 100, 30)
         job.queue, job.body, job.nodes_delivered = b"q", b"body %d" % i, (ME, OTHER)
         jobs.append(job)
+    messages = dialect.RepljobMessages()
     repljobs = [
-        dialect.repljob_message(OTHER, 7712, False, serialize_job(job, storage=False), mark)
+        messages.message(OTHER, 7712, False, serialize_job(job, storage=False), mark)
         for job in jobs
     ]
     unknown = [b"D-cccccccc-%024d-05a1" % i for i in range(3)]
@@ -163,3 +164,61 @@ def test_clustermsgs_read_the_same_however_the_reads_split_them(size: int, kind:
         assert link.c_input == bytearray()  # nothing held after the last message
     else:
         assert link.c_input is None  # RESP from then on
+
+
+@pytest.mark.parametrize("size", [1, 50, 188, 300, 1 << 20])
+def test_runs_of_job_id_messages_are_read_whatever_their_headers(size: int) -> None:
+    """SETACKs and DELJOBs of a C node, one a job: those with the header of the last
+    run read (in this read or an earlier one, with other messages between) go on
+    with it, read by their ID (and aux) alone; one with another header (its sender
+    leaving) starts a run of its own, and the first header after it is decoded
+    again. Every message is counted and acted on."""
+    server = new_server()
+    cluster = server.cluster
+    node = ClusterNode(OTHER, "127.0.0.1", 7712)
+    node.kind = C_NODE
+    node.connect_attempt = now_ms() + 3_600_000  # (no link attempt from a unit test)
+    cluster.nodes[OTHER] = node
+    repljobs, jobs = c_stream(b"")
+
+    def message(mtype: bytes, flags: bytes, *payload: bytes) -> bytes:
+        [data] = dialect.to_clustermsgs([mtype, OTHER, b"7712", flags, *payload], b"")
+        return data
+
+    setacks = [
+        message(b"SETACK", flags, job.id, b"2")
+        for job, flags in zip(jobs, (b"-", b"-", b"leaving", b"-", b"-"), strict=True)
+    ]
+    ping = message(b"PING", b"-")
+    deljobs = [message(b"DELJOB", b"-", job.id) for job in jobs[:3]]
+    stream = b"".join([repljobs, setacks[0], ping, *setacks[1:], deljobs[0], ping, *deljobs[1:]])
+    link = BusLink(cluster, None)
+    for i in range(0, len(stream), size):
+        link.data_received(stream[i : i + size])
+    assert cluster.messages_received == 8 + 5 + 3 + 2
+    assert [server.jobs.lookup(job.id) for job in jobs[:3]] == [None] * 3
+    for job in jobs[3:]:
+        copy = server.jobs.lookup(job.id)
+        assert copy is not None and copy.state == ACKED
+    assert link.c_input == bytearray()
+
+
+@pytest.mark.parametrize("size", [1, 100, 1 << 20])
+def test_a_repljob_that_does_not_deserialize_is_skipped_and_its_run_goes_on(size: int) -> None:
+    """The jobs of a run's REPLJOBs are read where they are in the read: one that is
+    not a job (here its ID is not a job ID) is skipped, as Disque skips it, and the
+    messages after it are read."""
+    server = new_server()
+    cluster = server.cluster
+    node = ClusterNode(OTHER, "127.0.0.1", 7712)
+    node.kind = C_NODE
+    node.connect_attempt = now_ms() + 3_600_000  # (no link attempt from a unit test)
+    cluster.nodes[OTHER] = node
+    stream, jobs = c_stream(b"")
+    at = stream.index(jobs[1].id)
+    stream = stream[:at] + b"X" + stream[at + 1 :]
+    link = BusLink(cluster, None)
+    for i in range(0, len(stream), size):
+        link.data_received(stream[i : i + size])
+    assert [server.jobs.lookup(job.id) is not None for job in jobs] == [True, False] + [True] * 3
+    assert link.c_input == bytearray()
