@@ -49,7 +49,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterOfNodes
 def env() -> dict[str, str]:
     e = dict(os.environ)
     e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    # pytest-xdist exports COLUMNS=80 LINES=24 to its workers: the program sizes
+    # itself from its terminal (the pty's dimensions) or its pipe, not from them.
     e.pop("COLUMNS", None)
+    e.pop("LINES", None)
     return e
 
 
