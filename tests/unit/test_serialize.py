@@ -3,9 +3,20 @@ the same bytes as serialize_job framed as RESP, and what is written reads back."
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from disque_server.job import ACKED, ACTIVE, FLAG_DELIVERED, QUEUED, Job
 from disque_server.resp import bulk_array
-from disque_server.serialize import deserialize_job, loadjob_record, serialize_job
+from disque_server.serialize import (
+    C_DELIVERED,
+    HEAD,
+    HEAD_LEN,
+    STATE_OF_C,
+    deserialize_job,
+    loadjob_record,
+    serialize_job,
+)
 
 
 def jobs() -> list[Job]:
@@ -39,3 +50,47 @@ def test_a_stored_job_reads_back() -> None:
         assert [getattr(copy, f) for f in fields] == [getattr(job, f) for f in fields]
         assert copy.deliveries == job.deliveries and copy.nodes_delivered == job.nodes_delivered
         assert copy.flags & FLAG_DELIVERED == job.flags & FLAG_DELIVERED
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    state=st.integers(0, 3),
+    gc_retry=st.integers(0, 15),
+    flags=st.integers(0, 255),
+    repl=st.integers(0, 0xFFFF),
+    etime=st.integers(0, 0xFFFFFFFF),
+    ctime=st.integers(0, 0xFFFFFFFFFFFFFFFF),
+    delay=st.integers(0, 0xFFFFFFFF),
+    retry=st.integers(0, 0xFFFFFFFF),
+    nacks=st.integers(0, 0xFFFF),
+    deliv=st.integers(0, 0xFFFF),
+    at=st.integers(0, 3),
+)
+def test_every_head_field_reads_as_disques_layout_says(
+    state: int,
+    gc_retry: int,
+    flags: int,
+    repl: int,
+    etime: int,
+    ctime: int,
+    delay: int,
+    retry: int,
+    nacks: int,
+    deliv: int,
+    at: int,
+) -> None:
+    """deserialize_job reads the head by index: each field, at any value its C type
+    holds, reads as HEAD (the layout as a Struct) says, wherever the job starts."""
+    jid = b"D-aaaaaaaa-" + b"b" * 24 + b"-05a1"
+    tail = b"\x01\0\0\0q" + b"\x02\0\0\0hi" + b"\0\0\0\0"
+    head = HEAD.pack(
+        HEAD_LEN - 4 + len(tail), jid, gc_retry << 4 | state, flags, repl, etime, ctime,
+        delay, retry, nacks, deliv,
+    )  # fmt: skip
+    data = b"x" * at + head + tail
+    job, end = deserialize_job(data, at)
+    assert end == len(data)
+    assert (job.id, job.etime, job.retry, job.repl, job.ctime) == (jid, etime, retry, repl, ctime)
+    assert (job.delay, job.nacks, job.deliveries) == (delay, nacks, deliv)
+    assert job.state == STATE_OF_C[state] and job.queue == b"q" and job.body == b"hi"
+    assert job.flags & FLAG_DELIVERED == (FLAG_DELIVERED if flags & C_DELIVERED else 0)
