@@ -15,6 +15,7 @@ from disque_server.cluster.node import C_NODE, OURS, ClusterNode
 from disque_server.job import ACKED, ACTIVE, FIELDS, Job, job_to_fields
 from disque_server.resp import bulk_array
 from disque_server.serialize import serialize_job
+from disque_server.server import Server
 
 ME = b"a" * 40
 OTHER = b"b" * 40
@@ -136,30 +137,41 @@ def c_stream(mark: bytes) -> tuple[bytes, list[Job]]:
     return b"".join(repljobs[:3] + gotjobs + repljobs[3:]), jobs
 
 
+def server_knowing_other(kind: int) -> Server:
+    """A node that knows OTHER as a node of that kind (and links to it no time soon)."""
+    server = new_server()
+    node = ClusterNode(OTHER, "127.0.0.1", 7712)
+    node.kind = kind
+    node.connect_attempt = now_ms() + 3_600_000  # (no link attempt from a unit test)
+    server.cluster.nodes[OTHER] = node
+    return server
+
+
+def read_in_pieces(link: BusLink, stream: bytes, size: int) -> None:
+    """The stream read by the link ``size`` bytes at a time."""
+    for i in range(0, len(stream), size):
+        link.data_received(stream[i : i + size])
+
+
 @pytest.mark.parametrize("size", [1, 7, 144, 200, 1000, 1 << 20])
 @pytest.mark.parametrize("kind", [C_NODE, OURS])
 def test_clustermsgs_read_the_same_however_the_reads_split_them(size: int, kind: int) -> None:
     """A run of clusterMsgs of one sender is handled as one (bus.read_clustermsgs),
     looked at as bytes; a message split between reads is held until its end
     comes. A node of ours (its clusterMsgs marked) then switches to RESP."""
-    server = new_server()
+    server = server_knowing_other(kind)
     cluster = server.cluster
-    node = ClusterNode(OTHER, "127.0.0.1", 7712)
-    node.kind = kind
-    node.connect_attempt = now_ms() + 3_600_000  # (no link attempt from a unit test)
-    cluster.nodes[OTHER] = node
     stream, jobs = c_stream(b"" if kind == C_NODE else dialect.MARK)
     if kind == OURS:
         gotjob = [b"GOTJOB", OTHER, b"7712", b"-", b"D-dddddddd-" + b"0" * 24 + b"-05a1"]
         stream += bulk_array(gotjob)
     link = BusLink(cluster, None)
-    for i in range(0, len(stream), size):
-        link.data_received(stream[i : i + size])
+    read_in_pieces(link, stream, size)
     assert cluster.messages_received == (8 if kind == C_NODE else 9)
     for job in jobs:
         copy = server.jobs.lookup(job.id)
         assert copy is not None and copy.body == job.body and copy.queue == b"q"
-    assert link.peer_kind == kind and node.kind == kind
+    assert link.peer_kind == kind and cluster.nodes[OTHER].kind == kind
     if kind == C_NODE:
         assert link.c_input == bytearray()  # nothing held after the last message
     else:
@@ -173,12 +185,8 @@ def test_runs_of_job_id_messages_are_read_whatever_their_headers(size: int) -> N
     with it, read by their ID (and aux) alone; one with another header (its sender
     leaving) starts a run of its own, and the first header after it is decoded
     again. Every message is counted and acted on."""
-    server = new_server()
+    server = server_knowing_other(C_NODE)
     cluster = server.cluster
-    node = ClusterNode(OTHER, "127.0.0.1", 7712)
-    node.kind = C_NODE
-    node.connect_attempt = now_ms() + 3_600_000  # (no link attempt from a unit test)
-    cluster.nodes[OTHER] = node
     repljobs, jobs = c_stream(b"")
 
     def message(mtype: bytes, flags: bytes, *payload: bytes) -> bytes:
@@ -193,8 +201,7 @@ def test_runs_of_job_id_messages_are_read_whatever_their_headers(size: int) -> N
     deljobs = [message(b"DELJOB", b"-", job.id) for job in jobs[:3]]
     stream = b"".join([repljobs, setacks[0], ping, *setacks[1:], deljobs[0], ping, *deljobs[1:]])
     link = BusLink(cluster, None)
-    for i in range(0, len(stream), size):
-        link.data_received(stream[i : i + size])
+    read_in_pieces(link, stream, size)
     assert cluster.messages_received == 8 + 5 + 3 + 2
     assert [server.jobs.lookup(job.id) for job in jobs[:3]] == [None] * 3
     for job in jobs[3:]:
@@ -208,17 +215,12 @@ def test_a_repljob_that_does_not_deserialize_is_skipped_and_its_run_goes_on(size
     """The jobs of a run's REPLJOBs are read where they are in the read: one that is
     not a job (here its ID is not a job ID) is skipped, as Disque skips it, and the
     messages after it are read."""
-    server = new_server()
+    server = server_knowing_other(C_NODE)
     cluster = server.cluster
-    node = ClusterNode(OTHER, "127.0.0.1", 7712)
-    node.kind = C_NODE
-    node.connect_attempt = now_ms() + 3_600_000  # (no link attempt from a unit test)
-    cluster.nodes[OTHER] = node
     stream, jobs = c_stream(b"")
     at = stream.index(jobs[1].id)
     stream = stream[:at] + b"X" + stream[at + 1 :]
     link = BusLink(cluster, None)
-    for i in range(0, len(stream), size):
-        link.data_received(stream[i : i + size])
+    read_in_pieces(link, stream, size)
     assert [server.jobs.lookup(job.id) is not None for job in jobs] == [True, False] + [True] * 3
     assert link.c_input == bytearray()
