@@ -246,7 +246,8 @@ class CtimeClock:
 
     def next(self, now_ms: int = 0) -> int:
         """``now_ms``: the caller's clock reading, when it has one."""
-        ctime = (now_ms or int(time.time() * 1000)) * 1_000_000
+        ms: i64 = now_ms or int(time.time() * 1000)
+        ctime: i64 = ms * 1_000_000  # (i64: see Jobs.update_awake)
         if ctime <= self.prev:
             ctime = self.prev + 1
         self.prev = ctime

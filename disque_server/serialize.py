@@ -46,6 +46,10 @@ HEAD: Final = struct.Struct("<I40sBBHIQIIHH")  # the length prefix, then C's str
 HEAD_LEN: Final = HEAD.size  # 72: 4 + JOB_STRUCT_SER_LEN (68)
 NODE_ID_LEN: Final = 40  # CLUSTER_NAMELEN
 MIN_LEN: Final = HEAD_LEN + 12  # the three u32 counts of the variable part
+# HEAD as pack_job packs it: ctime as two u32s (low, then high), the same bytes. For
+# a "Q", CPython converts an int by its generic byte loop (_PyLong_AsByteArray),
+# for an "I" by a short one: a fifth of the cost of serializing a job.
+PACKED_HEAD: Final = HEAD.format[1:].replace("Q", "II")
 
 # C's JOB_STATE_* and JOB_FLAG_* against ours.
 C_STATE: Final = {WAIT_REPL: 0, ACTIVE: 1, QUEUED: 2, ACKED: 3}
@@ -120,7 +124,8 @@ def pack_job(job: Job, flags: int, etime: int, framed: bool) -> bytes:
         flags,
         min(job.repl, U16_MAX),
         min(max(etime, 0), U32_MAX),
-        job.ctime,
+        job.ctime & U32_MAX,
+        job.ctime >> 32,
         min(job.delay, U32_MAX),
         min(job.retry, U32_MAX),
         min(job.nacks, U16_MAX),
@@ -155,9 +160,7 @@ def job_layout(queue_len: int, body_len: int, nodes_len: int, framed: bool) -> L
         length = HEAD_LEN - 4 + 12 + queue_len + body_len + nodes_len
         prefix = b"*2\r\n$7\r\nLOADJOB\r\n$%d\r\n" % (length + 4) if framed else b""
         suffix = b"\r\n" if framed else b""
-        layout = (
-            f"<{len(prefix)}s{HEAD.format[1:]}I{queue_len}sI{body_len}sI{nodes_len}s{len(suffix)}s"
-        )
+        layout = f"<{len(prefix)}s{PACKED_HEAD}I{queue_len}sI{body_len}sI{nodes_len}s{len(suffix)}s"
         known = layouts[shape] = (struct.Struct(layout), prefix, suffix, length)
     return known
 

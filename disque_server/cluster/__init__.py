@@ -287,12 +287,16 @@ class Cluster:
         node.link.send(self.header(mtype) + payload)
         return True
 
-    def send_batched(self, node: ClusterNode, mtype: bytes, *item: bytes) -> None:
+    def send_batched(
+        self, node: ClusterNode, mtype: bytes, jid: bytes, value: bytes | None = None
+    ) -> None:
         """One item of a message that carries many (see BusLink.send_batched)."""
         if node.link is not None:
-            node.link.send_batched(mtype, *item)
+            node.link.send_batched(mtype, jid, value)
 
-    def send_batched_to_ids(self, ids: Iterable[bytes], mtype: bytes, *item: bytes) -> None:
+    def send_batched_to_ids(
+        self, ids: Iterable[bytes], mtype: bytes, jid: bytes, value: bytes | None = None
+    ) -> None:
         c_messages: list[bytes] = []  # what C nodes read, encoded for the first of them
         c_mark = b""
         for node_id in ids:
@@ -300,10 +304,11 @@ class Cluster:
             if link is None:
                 continue
             if not link.speaks_c:
-                link.send_batched(mtype, *item)
+                link.send_batched(mtype, jid, value)
                 continue
             if not c_messages or link.mark != c_mark:
-                c_messages = dialect.to_clustermsgs(self.header(mtype) + list(item), link.mark)
+                item = [jid] if value is None else [jid, value]
+                c_messages = dialect.to_clustermsgs(self.header(mtype) + item, link.mark)
                 c_mark = link.mark
             link.send_clustermsgs_encoded(c_messages)
 
@@ -325,7 +330,7 @@ class Cluster:
                 link.send_batched(b"REPLJOB", serialized)
             elif not link.speaks_c:
                 fields = fields or job_to_fields(job)
-                link.send_batched(b"REPLJOB", *fields)
+                link.send_batched_parts(b"REPLJOB", fields)
             else:
                 if not c_message or link.mark != c_mark:
                     me = self.myself

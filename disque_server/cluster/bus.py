@@ -411,19 +411,39 @@ class BusLink:
             self.cluster.messages_sent += 1
             self.schedule_flush()
 
-    def send_batched(self, mtype: bytes, *item: bytes) -> None:
+    def send_batched(self, mtype: bytes, jid: bytes, value: bytes | None = None) -> None:
         """Add one item (a job ID, or an ID and its value) to a message of many, as
         ``GOTJOB id id ...``: what a node says of many jobs in one event-loop pass goes
         in one message, handled once by the receiver. To a C node, the batch becomes
-        one clusterMsg a job when it closes (translated once, with one header)."""
+        one clusterMsg a job when it closes (translated once, with one header).
+
+        The item's parts are named, not ``*item``: compiled, a call that forwards
+        ``*args`` goes through the interpreter's generic call (a tenth of a
+        replica's work on a job, as GOTJOB)."""
         if self.transport is not None and not self.closed and not self.transport.is_closing():
-            if mtype != self.batch_type:
-                self.close_batch()
-                self.batch_type = mtype
-            self.batch.extend(item)
-            if len(self.batch) >= BATCH_MAX_PARTS:
-                self.close_batch()  # far below MAX_MESSAGE_PARTS, and no stall
-            self.schedule_flush()
+            batch = self.open_batch(mtype)
+            batch.append(jid)
+            if value is not None:
+                batch.append(value)
+            self.batch_grown()
+
+    def send_batched_parts(self, mtype: bytes, parts: list[bytes]) -> None:
+        """An item of many parts (a job's FIELDS, to older nodes of ours) to a batch."""
+        if self.transport is not None and not self.closed and not self.transport.is_closing():
+            self.open_batch(mtype).extend(parts)
+            self.batch_grown()
+
+    def open_batch(self, mtype: bytes) -> list[bytes]:
+        """The batch of ``mtype`` messages, the one of another type closed first."""
+        if mtype != self.batch_type:
+            self.close_batch()
+            self.batch_type = mtype
+        return self.batch
+
+    def batch_grown(self) -> None:
+        if len(self.batch) >= BATCH_MAX_PARTS:
+            self.close_batch()  # far below MAX_MESSAGE_PARTS, and no stall
+        self.schedule_flush()
 
     def close_batch(self) -> None:
         if not self.batch:

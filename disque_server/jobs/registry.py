@@ -237,7 +237,10 @@ class Jobs:
     def update_awake(self, job: Job, now: int = 0) -> None:
         """Compute when the job next needs attention, as Disque's updateJobAwakeTime.
         ``now``: the caller's clock reading in ms, if it has one."""
-        at = job.etime * 1000 + 1000  # expire (a second late, to be past it)
+        # i64, not int: compiled, a product of tagged ints takes the fast path only
+        # when both factors are below 2**30, so a timestamp's took a boxed multiply.
+        etime: i64 = job.etime
+        at: i64 = etime * 1000 + 1000  # expire (a second late, to be past it)
         if job.qtime and job.qtime < at:
             at = job.qtime  # re-queue
         if job.state == ACKED:
