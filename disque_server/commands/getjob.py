@@ -18,6 +18,16 @@ if TYPE_CHECKING:
     from disque_server.client import Client
     from disque_server.jobs.queue import Queue
 
+# GETJOB's option words, by the spellings clients send (lower and upper case), to
+# the lower-case word: one dict lookup, where ``.lower()`` was a method call and a
+# new bytes object for each word (4% of a GETJOB NOHANG FROM q). Other spellings
+# (``NoHang``) still go through ``.lower()``.
+_OPTION_WORDS: Final = {
+    spelling: word
+    for word in (b"nohang", b"withcounters", b"timeout", b"count", b"from")
+    for spelling in (word, word.upper())
+}
+
 _NACKS: Final = b"$5\r\nnacks\r\n"
 _DELIVERIES: Final = b"$21\r\nadditional-deliveries\r\n"
 
@@ -62,7 +72,7 @@ def getjob_command(c: Client, argv: list[bytes]) -> None:
     names: list[bytes] = []
     i, argc = 1, len(argv)
     while i < argc:
-        opt = argv[i].lower()
+        opt = _OPTION_WORDS.get(argv[i]) or argv[i].lower()
         last = i == argc - 1
         if opt == b"nohang":
             nohang = True

@@ -129,12 +129,22 @@ def test_getjob_withcounters_after_nack(client: redis.Redis) -> None:
     assert pairs(job[3:]) == {"nacks": 1, "additional-deliveries": 0}
 
 
-def test_options_in_any_order_and_case(client: redis.Redis) -> None:
+@pytest.mark.parametrize(
+    "words",
+    [
+        ("withcounters", "count", "nohang", "timeout", "from"),
+        ("WITHCOUNTERS", "COUNT", "NOHANG", "TIMEOUT", "FROM"),
+        ("WithCounters", "cOUNT", "NoHang", "Timeout", "From"),  # (not in the word table)
+    ],
+)
+def test_options_in_any_order_and_case(client: redis.Redis, words: tuple[str, ...]) -> None:
+    withcounters, count, nohang, timeout, from_ = words
     jid = addjob(client, "q", "body")
     reply = client.execute_command(
-        "getjob", "withcounters", "count", 2, "nohang", "timeout", 100, "from", "q"
+        "getjob", withcounters, count, 2, nohang, timeout, 100, from_, "q"
     )
     assert reply[0][1] == jid and len(reply[0]) == 7
+    assert client.execute_command("getjob", nohang, from_, "q") is None  # NOHANG taken
 
 
 def test_body_is_returned_once(client: redis.Redis) -> None:
