@@ -81,13 +81,34 @@ def flags_of_c(flags: int) -> int:
     )
 
 
+class JoinedIds:
+    """The node-ID tuple node_ids joined last, and what it gave. Jobs in a row share
+    one tuple (a replica's copies: shared_node_id_run; a node's new jobs:
+    replication.Owners), so most are joined once for many jobs."""
+
+    __slots__ = ("ids", "count", "joined")
+
+    def __init__(self) -> None:
+        self.ids: tuple[bytes, ...] = ()
+        self.count = 0
+        self.joined = b""
+
+
+_joined_ids: Final = JoinedIds()
+
+
 def node_ids(job: Job) -> tuple[int, bytes]:
     """How many node IDs the job names, and the IDs end to end (40 bytes each)."""
     ids = job.nodes_delivered
+    last = _joined_ids
+    if ids is last.ids:
+        return last.count, last.joined
     joined = b"".join(ids)
+    last.ids = ids
     if len(joined) != NODE_ID_LEN * len(ids):  # (never, but the count must be true)
         ids = tuple(n for n in ids if len(n) == NODE_ID_LEN)
         joined = b"".join(ids)
+    last.count, last.joined = len(ids), joined
     return len(ids), joined
 
 
@@ -148,9 +169,33 @@ _plain_layouts: Final[dict[tuple[int, int, int], Layout]] = {}
 _framed_layouts: Final[dict[tuple[int, int, int], Layout]] = {}
 
 
+class LastLayout:
+    """The shape job_layout was last asked for, and its layout: jobs in a row are
+    mostly of one shape, and three compares cost less than a tuple key's hash."""
+
+    __slots__ = ("queue_len", "body_len", "nodes_len", "layout")
+
+    def __init__(self) -> None:
+        self.queue_len = self.body_len = self.nodes_len = -1  # (no shape yet)
+        self.layout: Layout = (HEAD, b"", b"", 0)
+
+
+_last_plain: Final = LastLayout()
+_last_framed: Final = LastLayout()
+
+
 def job_layout(queue_len: int, body_len: int, nodes_len: int, framed: bool) -> Layout:
     """How a job of that shape packs in one call (a job replicated to C nodes was
     six pieces and a join)."""
+    last = _last_framed if framed else _last_plain
+    if last.body_len == body_len and last.queue_len == queue_len and last.nodes_len == nodes_len:
+        return last.layout
+    last.layout = shape_layout(queue_len, body_len, nodes_len, framed)
+    last.queue_len, last.body_len, last.nodes_len = queue_len, body_len, nodes_len
+    return last.layout
+
+
+def shape_layout(queue_len: int, body_len: int, nodes_len: int, framed: bool) -> Layout:
     layouts = _framed_layouts if framed else _plain_layouts
     shape = (queue_len, body_len, nodes_len)
     known = layouts.get(shape)

@@ -84,7 +84,9 @@ class Cluster:
         self.bus_port = self.announce_address(server.config)
         self.myself.tls_port = server.config["tls-port"]  # startup-only: fixed here
         self.load_config()
-        self.myself_only = (self.myself.id,)  # shared by every job created here
+        # Shared by every job created here. A variable-length tuple type: mypyc keeps
+        # a fixed-length tuple (tuple[bytes]) unboxed and boxes a new one at each read.
+        self.myself_only: tuple[bytes, ...] = (self.myself.id,)
         self.inbound: set[BusLink] = set()
         self.connecting_tasks: set[asyncio.Task[None]] = set()  # (kept: a task is weak)
         self.blacklist: dict[bytes, int] = {}
@@ -338,7 +340,7 @@ class Cluster:
                         me.id, me.port, self.leaving, serialized, link.mark
                     )
                     c_mark = link.mark
-                link.send_clustermsgs_encoded([c_message])
+                link.send_encoded(c_message)
 
     def other_owners(self, job: Job) -> list[bytes]:
         """The nodes besides this one that hold a copy of the job."""

@@ -96,6 +96,30 @@ class Replication:
         self.flushes = flushes
 
 
+class Owners:
+    """A new job's nodes-delivered (this node first unless it replicates externally,
+    then the targets), as one tuple for the jobs replicated to the same nodes in a
+    row, as a replica shares its copies' (shared_node_id_run), not a tuple each: the
+    serializer joins it once for them all (serialize.node_ids)."""
+
+    __slots__ = ("first", "targets", "owners")
+
+    def __init__(self) -> None:
+        self.first: tuple[bytes, ...] = ()
+        self.targets: list[bytes] = []
+        self.owners: tuple[bytes, ...] = ()
+
+    def of(self, first: tuple[bytes, ...], targets: list[bytes]) -> tuple[bytes, ...]:
+        if first != self.first or targets != self.targets:
+            # A copy: the cron adds nodes to a slow job's own list (Replication.targets).
+            self.first, self.targets = first, list(targets)
+            self.owners = first + tuple(targets)
+        return self.owners
+
+
+_owners: Final = Owners()
+
+
 def candidates(cluster: Cluster, exclude: Container[bytes], count: int) -> list[ClusterNode]:
     """Up to ``count`` candidates with a link, not asked yet, chosen at random.
 
@@ -155,7 +179,7 @@ def replicate_new_job(
     )
     targets = candidates(cluster, (), additional)
     rep.targets = [n.id for n in targets]
-    job.nodes_delivered = (() if extrepl else cluster.myself_only) + tuple(rep.targets)
+    job.nodes_delivered = _owners.of(() if extrepl else cluster.myself_only, rep.targets)
     cluster.replications[job.id] = rep
     if not extrepl:
         server.jobs.register(job)  # WAIT_REPL: visible to SHOW while replicating

@@ -218,3 +218,19 @@ def test_options_seen_before_answer_as_the_first_time() -> None:
     assert first[3] == [b"-ERR timeout is negative\r\n"]
     job = server.jobs.lookup(first[4][0][1:-2])
     assert job is not None and (job.retry, job.etime - job.ctime // 10**9) == (7, 100)
+
+
+def test_the_jobs_of_a_node_share_one_nodes_delivered_tuple() -> None:
+    """Jobs created here list this node alone in one shared tuple (cluster.myself_only),
+    not a tuple each: compiled, an attribute of a fixed-length tuple type would be a
+    new tuple at every read."""
+    server = new_server()
+    client = new_client(server)
+    ids = []
+    for _ in range(2):
+        addjob_command(client, [b"ADDJOB", b"q", b"body", b"0"])
+        ids.append(replies(client)[0][1:-2])
+    first, second = (server.jobs.lookup(jid) for jid in ids)
+    assert first is not None and second is not None
+    assert first.nodes_delivered == (server.cluster.myself.id,)
+    assert first.nodes_delivered is second.nodes_delivered

@@ -10,6 +10,7 @@ from disque_server.job import ACKED, ACTIVE, FLAG_DELIVERED, QUEUED, Job
 from disque_server.resp import bulk_array
 from disque_server.serialize import (
     C_DELIVERED,
+    C_STATE,
     HEAD,
     HEAD_LEN,
     STATE_OF_C,
@@ -94,3 +95,62 @@ def test_every_head_field_reads_as_disques_layout_says(
     assert (job.delay, job.nacks, job.deliveries) == (delay, nacks, deliv)
     assert job.state == STATE_OF_C[state] and job.queue == b"q" and job.body == b"hi"
     assert job.flags & FLAG_DELIVERED == (FLAG_DELIVERED if flags & C_DELIVERED else 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    repl=st.integers(0, 0xFFFF),
+    etime=st.integers(0, 0xFFFFFFFF),
+    ctime=st.integers(0, 0xFFFFFFFFFFFFFFFF),
+    delay=st.integers(0, 0xFFFFFFFF),
+    retry=st.integers(0, 0xFFFFFFFF),
+    nacks=st.integers(0, 0xFFFF),
+    deliv=st.integers(0, 0xFFFF),
+)
+def test_every_head_field_packs_as_disques_layout_says(
+    repl: int, etime: int, ctime: int, delay: int, retry: int, nacks: int, deliv: int
+) -> None:
+    """serialize_job packs ctime as two u32s: the same bytes as HEAD's u64, at any
+    value, as every other field at any value its C type holds."""
+    job = Job(b"D-aaaaaaaa-" + b"b" * 24 + b"-05a1", QUEUED, etime, retry)
+    job.queue, job.body, job.nodes_delivered = b"q", b"hi", ()
+    job.repl, job.ctime, job.delay, job.nacks, job.deliveries = repl, ctime, delay, nacks, deliv
+    data = serialize_job(job)
+    head = HEAD.pack(
+        len(data) - 4, job.id, C_STATE[QUEUED], 0, repl, etime, ctime, delay, retry, nacks,
+        deliv,
+    )  # fmt: skip
+    assert data[:HEAD_LEN] == head
+
+
+NODE_RUNS = [(), (b"a" * 40,), (b"a" * 40, b"b" * 40), (b"b" * 40, b"a" * 40, b"c" * 40)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([b"", b"x", b"xy", b"\0" * 300]),
+            st.integers(0, len(NODE_RUNS) - 1),
+            st.booleans(),
+        ),
+        max_size=12,
+    )
+)
+def test_jobs_in_a_row_serialize_as_each_alone(shapes: list[tuple[bytes, int, bool]]) -> None:
+    """serialize.py keeps the last shape's layout and the last node-ID tuple it joined:
+    a run of jobs of the same or other shapes, sharing their node-ID tuple or with an
+    equal one of their own, each reads back as itself."""
+    for i, (body, run, own_tuple) in enumerate(shapes):
+        nodes = tuple(list(NODE_RUNS[run])) if own_tuple else NODE_RUNS[run]
+        job = Job(b"D-aaaaaaaa-abcdefghijklmnopqrstuv%02d-05a1" % i, QUEUED, 2_000_000_000, 60)
+        job.queue, job.body, job.nodes_delivered = b"q%d" % (i % 3), body, nodes
+        for framed in (False, True):
+            data = loadjob_record(job) if framed else serialize_job(job)
+            if framed:
+                assert data == bulk_array([b"LOADJOB", serialize_job(job)])
+                continue
+            copy, end = deserialize_job(data)
+            assert end == len(data)
+            assert (copy.id, copy.queue, copy.body) == (job.id, job.queue, body)
+            assert copy.nodes_delivered == NODE_RUNS[run]
