@@ -48,7 +48,7 @@ NODE_ID_LEN: Final = 40  # CLUSTER_NAMELEN
 MIN_LEN: Final = HEAD_LEN + 12  # the three u32 counts of the variable part
 # HEAD as pack_job packs it: ctime as two u32s (low, then high), the same bytes. For
 # a "Q", CPython converts an int by its generic byte loop (_PyLong_AsByteArray),
-# for an "I" by a short one: a fifth of the cost of serializing a job.
+# for an "I" by a short one: an eighth of the cost of serializing a job.
 PACKED_HEAD: Final = HEAD.format[1:].replace("Q", "II")
 
 # C's JOB_STATE_* and JOB_FLAG_* against ours.

@@ -418,8 +418,8 @@ class BusLink:
         one clusterMsg a job when it closes (translated once, with one header).
 
         The item's parts are named, not ``*item``: compiled, a call that forwards
-        ``*args`` goes through the interpreter's generic call (a tenth of a
-        replica's work on a job, as GOTJOB)."""
+        ``*args`` goes through the interpreter's generic call (about 7% of a
+        replica's instructions on a job, for its GOTJOB)."""
         if self.transport is not None and not self.closed and not self.transport.is_closing():
             batch = self.open_batch(mtype)
             batch.append(jid)
