@@ -53,19 +53,25 @@ def test_a_stored_job_reads_back() -> None:
         assert copy.flags & FLAG_DELIVERED == job.flags & FLAG_DELIVERED
 
 
+# Every value the head's numbers hold in C's types (u8 to u64).
+HEAD_NUMBERS = {
+    "repl": st.integers(0, 0xFFFF),
+    "etime": st.integers(0, 0xFFFFFFFF),
+    "ctime": st.integers(0, 0xFFFFFFFFFFFFFFFF),
+    "delay": st.integers(0, 0xFFFFFFFF),
+    "retry": st.integers(0, 0xFFFFFFFF),
+    "nacks": st.integers(0, 0xFFFF),
+    "deliv": st.integers(0, 0xFFFF),
+}
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     state=st.integers(0, 3),
     gc_retry=st.integers(0, 15),
     flags=st.integers(0, 255),
-    repl=st.integers(0, 0xFFFF),
-    etime=st.integers(0, 0xFFFFFFFF),
-    ctime=st.integers(0, 0xFFFFFFFFFFFFFFFF),
-    delay=st.integers(0, 0xFFFFFFFF),
-    retry=st.integers(0, 0xFFFFFFFF),
-    nacks=st.integers(0, 0xFFFF),
-    deliv=st.integers(0, 0xFFFF),
     at=st.integers(0, 3),
+    **HEAD_NUMBERS,
 )
 def test_every_head_field_reads_as_disques_layout_says(
     state: int,
@@ -98,15 +104,7 @@ def test_every_head_field_reads_as_disques_layout_says(
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    repl=st.integers(0, 0xFFFF),
-    etime=st.integers(0, 0xFFFFFFFF),
-    ctime=st.integers(0, 0xFFFFFFFFFFFFFFFF),
-    delay=st.integers(0, 0xFFFFFFFF),
-    retry=st.integers(0, 0xFFFFFFFF),
-    nacks=st.integers(0, 0xFFFF),
-    deliv=st.integers(0, 0xFFFF),
-)
+@given(**HEAD_NUMBERS)
 def test_every_head_field_packs_as_disques_layout_says(
     repl: int, etime: int, ctime: int, delay: int, retry: int, nacks: int, deliv: int
 ) -> None:
