@@ -383,6 +383,10 @@ class BusLink:
         self.proved = True
         self.flush()
 
+    def sendable(self) -> bool:
+        """Connected and not closing: what is sent now can go out."""
+        return self.transport is not None and not self.closed and not self.transport.is_closing()
+
     def send(self, parts: list[bytes]) -> None:
         if self.speaks_c:
             self.send_clustermsgs(parts)
@@ -395,7 +399,7 @@ class BusLink:
 
     def send_clustermsgs_encoded(self, messages: list[bytes]) -> None:
         """Disque's messages, encoded already (once for every C node they go to)."""
-        if self.transport is not None and not self.closed and not self.transport.is_closing():
+        if self.sendable():
             if self.batch:
                 self.close_batch()
             self.out += messages
@@ -404,7 +408,7 @@ class BusLink:
 
     def send_encoded(self, data: bytes) -> None:
         """Send a message encoded already (one encoding for all the nodes it goes to)."""
-        if self.transport is not None and not self.closed and not self.transport.is_closing():
+        if self.sendable():
             if self.batch:
                 self.close_batch()  # messages go out in the order they were sent
             self.out.append(data)
@@ -420,7 +424,7 @@ class BusLink:
         The item's parts are named, not ``*item``: compiled, a call that forwards
         ``*args`` goes through the interpreter's generic call (about 7% of a
         replica's instructions on a job, for its GOTJOB)."""
-        if self.transport is not None and not self.closed and not self.transport.is_closing():
+        if self.sendable():
             batch = self.open_batch(mtype)
             batch.append(jid)
             if value is not None:
@@ -429,7 +433,7 @@ class BusLink:
 
     def send_batched_parts(self, mtype: bytes, parts: list[bytes]) -> None:
         """An item of many parts (a job's FIELDS, to older nodes of ours) to a batch."""
-        if self.transport is not None and not self.closed and not self.transport.is_closing():
+        if self.sendable():
             self.open_batch(mtype).extend(parts)
             self.batch_grown()
 
