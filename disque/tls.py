@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import ssl
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import redis
 
@@ -158,14 +158,27 @@ def ssl_reason(exc: ssl.SSLError) -> str:
     return re.sub(r"^\[[^\]]*\]\s*|\s*\(_ssl\.c:\d+\)$", "", text) or str(exc)
 
 
+# redis-py's words for a node that hangs up before its first reply.
+CLOSED_BY_SERVER: Final = "Connection closed by server."
+# OpenSSL 3's reason for an EOF where a handshake message was due (when Python
+# does not raise it as SSLEOFError).
+_EOF_REASONS: Final = frozenset({"UNEXPECTED_EOF_WHILE_READING"})
+
+
 def handshake_failure(exc: BaseException) -> str | None:
     """ "TLS handshake failed: <why>" when `exc` comes from a failed handshake, else None.
 
     redis-py wraps the `ssl.SSLError` in a ConnectionError whose text carries
     an errno and OpenSSL's source line; the reason is found down the chain.
+    A node that hangs up during the handshake (an EOF) closed the connection:
+    on TLS 1.3 a node refusing the client's certificate does so in the
+    handshake or just after it, depending on timing, and both read the same:
+    CLOSED_BY_SERVER, which the callers explain (closed_hint).
     """
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, ssl.SSLEOFError) or getattr(seen, "reason", None) in _EOF_REASONS:
+            return CLOSED_BY_SERVER
         if isinstance(seen, ssl.SSLError):
             reason = ssl_reason(seen)
             if seen.reason == "WRONG_VERSION_NUMBER":

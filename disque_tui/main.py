@@ -168,7 +168,7 @@ def short_reason(exc: BaseException) -> str:
     """redis-py's "Error 111 connecting to h:p. Connection refused." as "Connection refused"."""
     tls_failure = handshake_failure(exc)  # the text of an SSLError buries the reason
     if tls_failure is not None:
-        return tls_failure
+        return tls_failure.rstrip(".")
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = re.sub(r"^Error -?\d+ (while )?connecting to \S+?\.? ", "", text)
     return text.rstrip(".") or type(exc).__name__
