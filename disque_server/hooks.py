@@ -50,6 +50,10 @@ class JobEvents:
         """A GETJOB took the last job of a queue: federation may ask other nodes for
         more (NEEDJOBS)."""
 
+    def queue_wanted_elsewhere(self, q: Queue) -> None:
+        """Jobs were queued where no client waits for them, and clients of other
+        nodes wait on that queue: federation gives them the jobs (YOURJOBS)."""
+
     # ---- events: from the registry (jobs/registry.py) and the acks (jobs/ack.py) -------
     def job_changed(self, job: Job) -> None:
         """A job was created, imported or acknowledged: the AOF records it."""

@@ -48,7 +48,7 @@ LAYERS: Final[list[tuple[tuple[str, ...], str]]] = [
     (
         ("client", "cluster"),
         "one client connection; this node's view of the cluster (membership, bus, Disque's binary "
-        "bus message, replication, re-queue, GC, federation): peers, neither imports "
+        "bus message, replication, re-queue, GC, federation and its demand): peers, neither imports "
         "the other",
     ),
     (("commands",), "one module per command family (addjob, getjob, jobs_by_id, ...)"),

@@ -9,7 +9,8 @@ lives in sibling modules, one per part of the README:
 - ``replication``  REPLJOB GOTJOB ENQUEUE: synchronous/async replication
 - ``requeue``      WILLQUEUE QUEUED WORKING: one re-queue, not one per owner
 - ``gc``           SETACK GOTACK DELJOB: acknowledgement garbage collection
-- ``federation``   NEEDJOBS YOURJOBS PAUSE: moving jobs to where consumers are
+- ``federation``   NEEDJOBS YOURJOBS ENOUGHJOBS PAUSE: moving jobs to where consumers are
+- ``demand``       which other nodes' clients wait on which queues
 - ``bus``          framing and links (jobs on the wire: ``job.job_to_fields``)
 - ``dialect``      Disque 1.0-rc1 nodes on the same bus (``clustermsg``: its format)
 """
@@ -27,6 +28,7 @@ from disque_server import tls
 from disque_server.clock import now_ms
 from disque_server.cluster import dialect, federation, gc, membership, replication, requeue
 from disque_server.cluster.bus import BusLink
+from disque_server.cluster.demand import Demand
 from disque_server.cluster.detector import Detector
 from disque_server.cluster.node import (
     C_NODE,
@@ -98,6 +100,12 @@ class Cluster:
         self.ssl_client: ssl.SSLContext | None = None
         self.replications: dict[bytes, replication.Replication] = {}
         self.refills: dict[bytes, federation.Refill] = {}  # queue -> refill asked on drain
+        # Who wants which queue's jobs (federation.push_jobs); the queues test it.
+        self.demand = Demand()
+        server.queues.wanted_elsewhere = self.demand.by_queue
+        # Queues whose clients wait here, announced to the others: queue -> when one
+        # last waited, ms (federation.need_jobs, withdraw_demand).
+        self.waiting: dict[bytes, int] = {}
         self.collected = gc.Collected()  # acknowledged jobs deleted lately (stray copies)
         self.repljob_messages = dialect.RepljobMessages()  # REPLJOBs to C nodes
         self.failing_known = False  # some node flagged PFAIL or FAIL (cron): gossip names it
@@ -547,6 +555,7 @@ class Cluster:
 
     def drop(self, node: ClusterNode) -> None:
         self.nodes.pop(node.id, None)
+        self.demand.forget_node(node.id)
         self.membership_changed()
         if node.link is not None:
             node.link.close()

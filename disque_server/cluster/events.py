@@ -49,6 +49,9 @@ class ClusterJobEvents(JobEvents):
         if cluster.size > 1:
             federation.on_queue_drained(cluster, q)
 
+    def queue_wanted_elsewhere(self, q: Queue) -> None:
+        federation.push_jobs(self.cluster, q)
+
     def job_changed(self, job: Job) -> None:
         self.aof.loadjob(job)
 

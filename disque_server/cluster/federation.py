@@ -10,6 +10,12 @@ half, at least one), unless the queue is paused in output or it is itself
 importing. Moved jobs stay owned by the sender (active, re-queued at its
 retry time if never acknowledged), except RETRY 0 jobs, which move.
 
+Beyond Disque, a NEEDJOBS is also demand (demand.py): until its sender's clients
+stop waiting, a job queued here with no client of this node waiting for it goes
+to that node at once (push_jobs), rather than waiting for its next NEEDJOBS (up
+to 30 s). A node of ours asks at once whenever clients start waiting on a queue,
+and takes the demand back with ENOUGHJOBS when they stop.
+
 Every NEEDJOBS gets an answer: a node with nothing to give sends YOURJOBS
 with just the queue name. So a node knows when the refill it asked for
 after a GETJOB drained a queue is complete, and holds that client's next
@@ -25,6 +31,8 @@ from typing import TYPE_CHECKING, Final
 
 from disque_server.clock import now_ms
 from disque_server.cluster import gc
+from disque_server.cluster.demand import DEMAND_LINGER_MS, DEMAND_TTL_MS
+from disque_server.cluster.node import NOT_CANDIDATE
 from disque_server.job import (
     ACTIVE,
     FIELDS,
@@ -77,7 +85,12 @@ def need_jobs(cluster: Cluster, name: bytes, reached_zero: bool = False) -> None
     to_fetch = rate // len(responders) if responders else MIN_REQUEST
     to_fetch = max(MIN_REQUEST, min(MAX_REQUEST, to_fetch))
     bcast_delay = min(BCAST_MIN_MS * (1 << min(q.needjobs_bcast_attempt, 16)), BCAST_MAX_MS)
-    if now - q.needjobs_bcast_time > bcast_delay:
+    # Clients start waiting here: every node hears it now, whatever the backoff (the
+    # demand it records lets it push jobs as they come: demand.py).
+    starts_waiting = bool(q.clients) and name not in cluster.waiting
+    if starts_waiting:
+        cluster.waiting[name] = now
+    if starts_waiting or now - q.needjobs_bcast_time > bcast_delay:
         q.needjobs_bcast_time = now
         q.needjobs_bcast_attempt += 1
         cluster.broadcast(b"NEEDJOBS", [name, b"1"])
@@ -127,8 +140,53 @@ def release_refill_waiters(refill: Refill) -> None:
             client.unblock()
 
 
+def push_jobs(cluster: Cluster, q: Queue) -> None:
+    """Jobs queued here that no client of this node waits for, in a queue whose
+    clients wait on other nodes: given to those nodes now (YOURJOBS), shared in
+    turn, at most MAX_REQUEST to a node at once. What an answer to NEEDJOBS
+    would not give is not pushed either: a queue paused in output, or being
+    imported here (a job does not bounce between consumer nodes)."""
+    if q.clients or not q.jobs or q.flags & PAUSED_OUT or q.import_rate > 0:
+        return
+    targets = cluster.demand.targets(q.name, now_ms(), cluster.nodes, NOT_CANDIDATE)
+    if not targets:
+        return
+    share = min(MAX_REQUEST, -(-len(q.jobs) // len(targets)))  # (rounded up)
+    for node in targets:
+        if not q.jobs:
+            break
+        cluster.send(node, b"YOURJOBS", give_jobs(cluster, q, node, share))
+
+
+def give_jobs(cluster: Cluster, q: Queue, node: ClusterNode, count: int) -> list[bytes]:
+    """Take up to ``count`` of the queue's oldest jobs for that node: a YOURJOBS'
+    fields. Each stays ours, active, to be queued again at its retry time unless
+    acknowledged (the node joins its owners), except RETRY 0 jobs, which move."""
+    server = cluster.server
+    now = now_ms()
+    fields: list[bytes] = []
+    for _ in range(min(count, len(q.jobs))):
+        job = q.jobs.popleft()
+        q.jobs_out += 1
+        job.state = ACTIVE
+        if node.id not in job.nodes_delivered:
+            job.nodes_delivered = job.nodes_delivered + (node.id,)
+        fields += job_to_fields(job)
+        if job.retry == 0:
+            server.jobs.unregister(job)  # at-most-once: the job moves
+        else:
+            job.flags |= FLAG_BCAST_WILLQUEUE  # still ours until acknowledged
+            job.qtime = job.requeue_at(now)
+            server.jobs.update_awake(job)
+            server.aof.loadjob(job)  # (the AOF sits below the cluster)
+    return fields
+
+
 def cron(cluster: Cluster, now: int) -> None:
-    """Keep asking for the queues with clients waiting (backoffs apply)."""
+    """Keep asking for the queues with clients waiting (backoffs apply); take the
+    demand back for those no client has waited on for DEMAND_LINGER_MS."""
+    if cluster.waiting:
+        withdraw_demand(cluster, now)
     if cluster.refills:
         for name, refill in list(cluster.refills.items()):
             if now > refill.deadline:
@@ -141,6 +199,19 @@ def cron(cluster: Cluster, now: int) -> None:
             need_jobs(cluster, q.name)
 
 
+def withdraw_demand(cluster: Cluster, now: int) -> None:
+    """ENOUGHJOBS for each queue whose clients have stopped waiting here for
+    DEMAND_LINGER_MS (a node leaving has none waiting: its clients were told)."""
+    queues = cluster.server.queues
+    for name, since in list(cluster.waiting.items()):
+        q = queues.lookup(name)
+        if q is not None and q.clients:
+            cluster.waiting[name] = now
+        elif now - since > DEMAND_LINGER_MS:
+            del cluster.waiting[name]
+            cluster.broadcast(b"ENOUGHJOBS", [name])
+
+
 # ---- message handlers ------------------------------------------------------------------
 
 
@@ -148,29 +219,20 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
     server = cluster.server
     q = server.queues.lookup(payload[0])
     count = int(payload[1])
+    cluster.demand.wanted(payload[0], sender.id, now_ms() + DEMAND_TTL_MS)
     if q is None or not q.jobs or q.flags & PAUSED_OUT or q.import_rate > 0:
         cluster.send(sender, b"YOURJOBS", [payload[0]])  # nothing for you
         return
     qlen = len(q.jobs)
     give = count if qlen >= count * 2 else qlen // 2
-    give = max(give, 1)
-    now = now_ms()
-    fields: list[bytes] = []
-    for _ in range(min(give, qlen)):
-        job = q.jobs.popleft()
-        q.jobs_out += 1
-        job.state = ACTIVE
-        if sender.id not in job.nodes_delivered:
-            job.nodes_delivered = job.nodes_delivered + (sender.id,)
-        fields += job_to_fields(job)
-        if job.retry == 0:
-            server.jobs.unregister(job)  # at-most-once: the job moves
-        else:
-            job.flags |= FLAG_BCAST_WILLQUEUE  # still ours until acknowledged
-            job.qtime = job.requeue_at(now)
-            server.jobs.update_awake(job)
-            server.aof.loadjob(job)  # (the AOF sits below the cluster)
-    cluster.send(sender, b"YOURJOBS", fields)
+    cluster.send(sender, b"YOURJOBS", give_jobs(cluster, q, sender, max(give, 1)))
+
+
+def on_enoughjobs(
+    cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]
+) -> None:
+    """The sender's clients stopped waiting on the queue (a node of ours)."""
+    cluster.demand.withdrawn(payload[0], sender.id)
 
 
 def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:
@@ -240,5 +302,6 @@ def on_pause(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list
 HANDLERS: Final[dict[bytes, Handler]] = {
     b"NEEDJOBS": on_needjobs,
     b"YOURJOBS": on_yourjobs,
+    b"ENOUGHJOBS": on_enoughjobs,
     b"PAUSE": on_pause,
 }

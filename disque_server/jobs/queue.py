@@ -293,6 +293,11 @@ class Queues:
         self.ready: dict[Queue, None] = {}  # queues that got jobs while clients wait
         self.with_clients: dict[Queue, None] = {}  # queues with blocked clients
         self._serve_scheduled = False
+        # Queue name -> the other nodes whose clients wait on it (cluster/demand.py
+        # keeps it), and the queues that got jobs no client here waits for.
+        self.wanted_elsewhere: dict[bytes, dict[bytes, int]] = {}
+        self.offered: dict[Queue, None] = {}
+        self._offer_scheduled = False
         self.data_bytes = 0  # what the queues cost (used_memory), their jobs apart
 
     # ---- low level --------------------------------------------------------
@@ -368,6 +373,8 @@ class Queues:
         q.jobs_in += 1
         if q.clients:
             self.signal_ready(q)
+        elif name in self.wanted_elsewhere:
+            self.offer(q)
         return True
 
     def dequeue_job(self, job: Job) -> bool:
@@ -443,12 +450,31 @@ class Queues:
                 self.hooks.serve_blocked(client, q)
             self.ready.pop(q, None)
 
+    # ---- jobs for the clients of other nodes (federation) ---------------------------
+    def offer(self, q: Queue) -> None:
+        """Jobs no client here waits for, in a queue whose clients wait elsewhere: the
+        cluster gives them away once per loop pass (a pipeline's jobs go together)."""
+        self.offered[q] = None
+        if not self._offer_scheduled:
+            self._offer_scheduled = True
+            self.loop.call_soon(self.offer_jobs)
+
+    def offer_jobs(self) -> None:
+        self._offer_scheduled = False
+        offered, self.offered = self.offered, {}
+        for q in offered:
+            if q.jobs and not q.clients:
+                self.events.queue_wanted_elsewhere(q)
+
     # ---- pause ------------------------------------------------------------------
     def set_pause(self, q: Queue, flags: int) -> None:
         was_out = q.flags & PAUSED_OUT
         q.flags = (q.flags & ~(PAUSED_IN | PAUSED_OUT)) | flags
-        if was_out and not flags & PAUSED_OUT and q.clients and q.jobs:
-            self.signal_ready(q)
+        if was_out and not flags & PAUSED_OUT and q.jobs:
+            if q.clients:
+                self.signal_ready(q)
+            elif q.name in self.wanted_elsewhere:
+                self.offer(q)
 
     # ---- eviction -----------------------------------------------------------------
     def evict_idle(self, max_idle: int) -> int:
