@@ -200,16 +200,21 @@ def cron(cluster: Cluster, now: int) -> None:
 
 
 def withdraw_demand(cluster: Cluster, now: int) -> None:
-    """ENOUGHJOBS for each queue whose clients have stopped waiting here for
-    DEMAND_LINGER_MS (a node leaving has none waiting: its clients were told)."""
+    """One ENOUGHJOBS naming the queues whose clients have stopped waiting here
+    for DEMAND_LINGER_MS (a node leaving has none waiting: its clients were
+    told). One message for them all: a reply queue read once per task call
+    (disque.tasks' results) is one name in the tick's message, not a broadcast."""
     queues = cluster.server.queues
+    done: list[bytes] = []
     for name, since in list(cluster.waiting.items()):
         q = queues.lookup(name)
         if q is not None and q.clients:
             cluster.waiting[name] = now
         elif now - since > DEMAND_LINGER_MS:
             del cluster.waiting[name]
-            cluster.broadcast(b"ENOUGHJOBS", [name])
+            done.append(name)
+    if done:
+        cluster.broadcast(b"ENOUGHJOBS", done)
 
 
 # ---- message handlers ------------------------------------------------------------------
@@ -231,8 +236,9 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
 def on_enoughjobs(
     cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]
 ) -> None:
-    """The sender's clients stopped waiting on the queue (a node of ours)."""
-    cluster.demand.withdrawn(payload[0], sender.id)
+    """The sender's clients stopped waiting on these queues (a node of ours)."""
+    for name in payload:
+        cluster.demand.withdrawn(name, sender.id)
 
 
 def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: list[bytes]) -> None:

@@ -35,7 +35,7 @@ def celery_app(seeds: list[str]) -> celery.Celery:
     return app
 
 
-def write_app(tmp_path: Path, seeds: list[str]) -> Path:
+def write_app(tmp_path: Path, seeds: list[str], backend: str | None = None) -> Path:
     done = tmp_path / "done.txt"
     (tmp_path / "app.py").write_text(
         textwrap.dedent(
@@ -50,6 +50,7 @@ def write_app(tmp_path: Path, seeds: list[str]) -> Path:
             app.conf.task_acks_late = True
             app.conf.worker_prefetch_multiplier = 4
             app.conf.broker_connection_retry_on_startup = True
+            app.conf.result_backend = {backend!r}
             tries = {{}}
 
             def record(line):
@@ -144,3 +145,25 @@ def test_celerys_own_worker_loses_nothing_when_a_node_dies(
     finally:
         stderr = stop(proc, tmp_path)
     assert handled() == set(range(total)), stderr[-3000:]
+
+
+def test_rpc_replies_cross_nodes_none_lost_none_late(
+    tmp_path: Path, cluster3: ClusterOfNodes
+) -> None:
+    """The caller on node 1, Celery's worker on node 2: each of 100 replies (rpc://,
+    reply messages through the transport) comes back well within a timeout
+    shorter than Disque's NEEDJOBS backoff (docs/cluster.md, "Demand")."""
+    n1, n2, _ = cluster3
+    write_app(tmp_path, [addr(n2)], backend="rpc://")
+    app = celery_app([addr(n1)])
+    app.conf.result_backend = "rpc://"
+    proc = start_worker(tmp_path)
+    try:
+        # (the first call also waits for the worker to start)
+        app.send_task("app.count_words", args=(0, "a b")).get(timeout=60)
+        for n in range(1, 101):
+            reply = app.send_task("app.count_words", args=(n, "a b"))
+            assert reply.get(timeout=5) is None, n
+    finally:
+        stderr = stop(proc, tmp_path)
+    assert "Traceback" not in stderr, stderr[-3000:]

@@ -150,3 +150,28 @@ def test_dramatiqs_own_worker_command_loses_nothing_when_a_node_dies(
         stderr = (tmp_path / "worker.log").read_text()
     assert handled() == set(range(total)), stderr[-3000:]
     assert all(line.endswith(" 3") for line in done.read_text().splitlines())
+
+
+def test_results_cross_three_nodes_none_lost_none_late(cluster3: ClusterOfNodes) -> None:
+    """Sent on node 1, run by a worker on node 2, its results read on node 3: each
+    result comes well within a timeout shorter than Disque's NEEDJOBS backoff
+    (which let a result wait up to 30 s before the push: docs/cluster.md)."""
+    n1, n2, n3 = cluster3
+    producer = DisqueBroker([addr(n1)], replicate=2, retry=20)
+    workers = DisqueBroker([addr(n2)], replicate=2, retry=20)
+    workers.add_middleware(Results(backend=DisqueBackend(addr(n2))))
+    reader = DisqueBackend(addr(n3))
+
+    @dramatiq.actor(broker=workers, store_results=True)
+    def double(n: int) -> int:
+        return 2 * n
+
+    producer.declare_queue("default")
+    try:
+        with dramatiq_worker(workers):
+            for i in range(100):
+                message = producer.enqueue(double.message(i))
+                assert reader.get_result(message, block=True, timeout=5_000) == 2 * i, i
+    finally:
+        producer.close()
+        workers.close()
