@@ -70,10 +70,6 @@ class Demand:
         del self.by_queue[queue]
         self.turn.pop(queue, None)
 
-    def clear(self) -> None:
-        self.by_queue.clear()
-        self.turn.clear()
-
     def targets(
         self, queue: bytes, now: int, nodes: dict[bytes, ClusterNode], excluded: frozenset[str]
     ) -> list[ClusterNode]:
@@ -93,7 +89,7 @@ class Demand:
                 found.append(node)
         if not wanting:
             self.forget_queue(queue)
-            return found
+            return []
         if len(found) > 1:
             turn = self.turn.get(queue, 0)
             self.turn[queue] = turn + 1
