@@ -144,9 +144,8 @@ def push_jobs(cluster: Cluster, q: Queue) -> None:
     """Jobs queued here that no client of this node waits for, in a queue whose
     clients wait on other nodes: given to those nodes now (YOURJOBS), shared in
     turn, at most MAX_REQUEST to a node at once. What an answer to NEEDJOBS
-    would not give is not pushed either: a queue paused in output, or being
-    imported here (a job does not bounce between consumer nodes)."""
-    if q.clients or not q.jobs or q.flags & PAUSED_OUT or q.import_rate > 0:
+    would not give is not pushed either (gives_jobs)."""
+    if q.clients or not gives_jobs(q):
         return
     targets = cluster.demand.targets(q.name, now_ms(), cluster.nodes, NOT_CANDIDATE)
     if not targets:
@@ -156,6 +155,13 @@ def push_jobs(cluster: Cluster, q: Queue) -> None:
         if not q.jobs:
             break
         cluster.send(node, b"YOURJOBS", give_jobs(cluster, q, node, share))
+
+
+def gives_jobs(q: Queue) -> bool:
+    """Whether the queue has jobs for other nodes (a NEEDJOBS answer, a push): not
+    when paused in output, nor while it imports jobs itself (a job does not
+    bounce between consumer nodes)."""
+    return bool(q.jobs) and not q.flags & PAUSED_OUT and q.import_rate == 0
 
 
 def give_jobs(cluster: Cluster, q: Queue, node: ClusterNode, count: int) -> list[bytes]:
@@ -225,7 +231,7 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
     q = server.queues.lookup(payload[0])
     count = int(payload[1])
     cluster.demand.wanted(payload[0], sender.id, now_ms() + DEMAND_TTL_MS)
-    if q is None or not q.jobs or q.flags & PAUSED_OUT or q.import_rate > 0:
+    if q is None or not gives_jobs(q):
         cluster.send(sender, b"YOURJOBS", [payload[0]])  # nothing for you
         return
     qlen = len(q.jobs)

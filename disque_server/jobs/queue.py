@@ -371,10 +371,7 @@ class Queues:
             q = self.create(name)
         q.jobs.add(job)
         q.jobs_in += 1
-        if q.clients:
-            self.signal_ready(q)
-        elif name in self.wanted_elsewhere:
-            self.offer(q)
+        self.jobs_ready(q)
         return True
 
     def dequeue_job(self, job: Job) -> bool:
@@ -427,6 +424,14 @@ class Queues:
                 if not q.clients:
                     self.with_clients.pop(q, None)
 
+    def jobs_ready(self, q: Queue) -> None:
+        """The queue has jobs to hand out: to the clients waiting here, else to other
+        nodes whose clients wait on it (federation), else they stay queued."""
+        if q.clients:
+            self.signal_ready(q)
+        elif q.name in self.wanted_elsewhere:
+            self.offer(q)
+
     def signal_ready(self, q: Queue) -> None:
         """Blocked clients are served once per loop pass, after all input."""
         self.ready[q] = None
@@ -462,19 +467,15 @@ class Queues:
     def offer_jobs(self) -> None:
         self._offer_scheduled = False
         offered, self.offered = self.offered, {}
-        for q in offered:
-            if q.jobs and not q.clients:
-                self.events.queue_wanted_elsewhere(q)
+        for q in offered:  # (federation.push_jobs sees whether they are still to give)
+            self.events.queue_wanted_elsewhere(q)
 
     # ---- pause ------------------------------------------------------------------
     def set_pause(self, q: Queue, flags: int) -> None:
         was_out = q.flags & PAUSED_OUT
         q.flags = (q.flags & ~(PAUSED_IN | PAUSED_OUT)) | flags
         if was_out and not flags & PAUSED_OUT and q.jobs:
-            if q.clients:
-                self.signal_ready(q)
-            elif q.name in self.wanted_elsewhere:
-                self.offer(q)
+            self.jobs_ready(q)
 
     # ---- eviction -----------------------------------------------------------------
     def evict_idle(self, max_idle: int) -> int:
