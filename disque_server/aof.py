@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final
 
 import hiredis
 
+from disque_server.clock import now_ms
 from disque_server.job import (
     ACKED,
     ACTIVE,
@@ -38,13 +39,13 @@ from disque_server.job import (
     FLAG_BCAST_QUEUED,
     FLAG_BCAST_WILLQUEUE,
     FLAG_UNPLACED,
-    QUEUED,
     STATE_BY_NAME,
     Job,
     job_from_fields,
 )
 from disque_server.jobs.registry import INDEX_PARTS
 from disque_server.resp import BYTES_ONLY, bulk_array, bulk_array_length
+from disque_server.restart import Restore
 from disque_server.serialize import SerializeError, deserialize_job, loadjob_record
 
 if TYPE_CHECKING:
@@ -162,6 +163,7 @@ class AOF:
         self.last_rewrite_secs = -1
         self.last_bgrewrite_ok = True
         self.loading = False
+        self.rewritten_for_shutdown = False  # SHUTDOWN REWRITE-AOF wrote the snapshot
 
     @property
     def path(self) -> str:
@@ -407,22 +409,23 @@ class AOF:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+        self.rewritten_for_shutdown = True
         self.log.notice("AOF rewritten for a controlled restart: %s", self.path)
         return True
 
     # ---- loading --------------------------------------------------------------------
-    def load(self, enqueue_once: bool) -> int:
+    def load(self, restore: Restore) -> int:
         """Load the AOF if it exists; return the number of jobs loaded."""
         path = self.path
         if not os.path.exists(path):
             return 0
         self.loading = True
         try:
-            return self._load(path, enqueue_once)
+            return self._load(path, restore)
         finally:
             self.loading = False
 
-    def _load(self, path: str, enqueue_once: bool) -> int:
+    def _load(self, path: str, restore: Restore) -> int:
         reader = hiredis.Reader()
         offset = 0  # end of the last complete record
         loaded = 0
@@ -453,7 +456,7 @@ class AOF:
                             f"Bad file format reading the append only file {path} "
                             f"at offset {offset}: not a command"
                         )
-                    if not self.apply(record, enqueue_once, now_s):
+                    if not self.apply(record, restore, now_s):
                         raise AOFError(
                             f"Bad file format reading the append only file {path} "
                             f"at offset {offset}: unknown or malformed "
@@ -490,7 +493,7 @@ class AOF:
         )
         os.truncate(path, offset)
 
-    def apply(self, record: list[bytes], enqueue_once: bool, now_s: int) -> bool:
+    def apply(self, record: list[bytes], restore: Restore, now_s: int) -> bool:
         name = record[0].upper()
         if name == b"DELJOB" and len(record) == 2:
             job = self.jobs.lookup(record[1])
@@ -506,7 +509,7 @@ class AOF:
                 return False
             if end != len(record[1]):
                 return False
-            self.register_loaded(job, job.state, enqueue_once, now_s)
+            self.register_loaded(job, job.state, restore, now_s)
             return True
         if len(record) != 3 + FIELDS:  # this project's earlier records, field by field
             return False
@@ -518,13 +521,14 @@ class AOF:
             return False
         # (FLAG_UNPLACED: a timer flag of the old process)
         job.flags = (int(record[2]) & ~FLAG_UNPLACED) | (job.flags & FLAG_BCAST_WILLQUEUE)
-        self.register_loaded(job, state, enqueue_once, now_s)
+        self.register_loaded(job, state, restore, now_s)
         return True
 
-    def register_loaded(self, job: Job, state: int, enqueue_once: bool, now_s: int) -> None:
+    def register_loaded(self, job: Job, state: int, restore: Restore, now_s: int) -> None:
         """A job read from the file takes the place of any earlier record of it;
         queued jobs come back active (re-queued after their RETRY), or queued with
-        aof-enqueue-jobs-once, as Disque's loadjobCommand."""
+        aof-enqueue-jobs-once, as Disque's loadjobCommand; a clean stop's snapshot
+        restores more (restart.py)."""
         old = self.jobs.lookup(job.id)
         if old is not None:
             self.jobs.unregister(old)
@@ -536,13 +540,14 @@ class AOF:
         if state == ACKED:
             job.state = ACKED
             self.jobs.register(job)
-        elif state == QUEUED and enqueue_once:
+        elif restore.queues_at_once(job, state):
             job.state = ACTIVE
             self.jobs.register(job)
             job.flags &= ~FLAG_BCAST_QUEUED  # its first queueing here is not a re-queue
             self.queues.enqueue_job(job)
         else:
             job.state = ACTIVE  # the retry timer re-queues it (never RETRY 0 jobs)
+            restore.restore_timer(job, state, now_ms())
             self.jobs.register(job)
 
     # ---- INFO --------------------------------------------------------------------------

@@ -40,6 +40,10 @@ LAYERS: Final[list[tuple[tuple[str, ...], str]]] = [
         "calling each other directly",
     ),
     (
+        ("restart",),
+        "a controlled restart: the mark of a clean stop's snapshot, the timers it restores",
+    ),
+    (
         ("aof", "check_aof", "collector", "output_limits", "watchdog"),
         "the append-only file and its checker; what the cron runs",
     ),

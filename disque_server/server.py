@@ -17,7 +17,7 @@ import time
 import traceback
 from typing import Any, Final
 
-from disque_server import jobs, metrics, resp, tls
+from disque_server import jobs, metrics, resp, restart, tls
 from disque_server.aof import AOF
 from disque_server.client import Client, buffered_bytes
 from disque_server.clock import command_clock, now_ms
@@ -266,7 +266,10 @@ class Server(NodeState):
         config = self.config
         enqueue_once = config["aof-enqueue-jobs-once"]
         if config["appendonly"] or enqueue_once:
-            self.aof.load(enqueue_once)
+            clean = restart.take_mark(self.aof.path)
+            if clean:
+                self.log.notice("The AOF is a clean stop's snapshot: queues and delays restored")
+            self.aof.load(restart.Restore(enqueue_once, clean, self.cluster.myself.id))
         if enqueue_once:
             config.values["aof-enqueue-jobs-once"] = False
             if config.file:
@@ -320,6 +323,7 @@ class Server(NodeState):
         for client in list(self.clients):
             client.flush()
             client.kill()
+        self.save_for_restart()
         self.aof.close()
         self.aof.kill_rewrite()
         self.cluster.close()
@@ -331,6 +335,21 @@ class Server(NodeState):
             except OSError:
                 pass
         self.log.warning("Disque is now ready to exit, bye bye...")
+
+    def save_for_restart(self) -> None:
+        """With appendonly (or after SHUTDOWN REWRITE-AOF), a snapshot of every job
+        and its mark (restart.py), so the next start queues what was queued. Written
+        now, past the last bus message: the state is final."""
+        aof = self.aof
+        if aof.state == "off" and not aof.rewritten_for_shutdown:
+            return
+        if not aof.rewrite_for_shutdown():
+            return  # (logged): the next start keeps Disque's rule
+        aof.close()
+        try:
+            restart.write_mark(aof.path)
+        except OSError as exc:
+            self.log.warning("Could not mark the AOF as a clean stop's snapshot: %s", exc)
 
     # ---- dispatch --------------------------------------------------------------
     def dispatch(self, client: Client, argv: list[bytes]) -> None:
