@@ -46,6 +46,7 @@ from disque_cli.cluster import (
 )
 from disque_cli.render import Mode
 from disque_cli.replies import ErrorReply
+from disque_cli.waiting import ShortScan, duration, jscan, waiting_jobs
 
 USAGE = "leave host:port [--yes] [--shutdown] [--timeout SECS]"
 POLL = 0.2  # seconds between INFO polls while draining
@@ -345,18 +346,12 @@ class Leave:
         (ORPHAN_CHECK_MAX); None when there are more, or a reply is not one."""
         if remaining > ORPHAN_CHECK_MAX:
             return None
-        jobs: list[dict[Any, Any]] = []
         try:
-            cursor: Any = b"0"
-            while True:
-                reply = self.target.call("JSCAN", cursor, "COUNT", 1000, "REPLY", "all")
-                if not isinstance(reply, list) or len(reply) != 2:
-                    return None
-                cursor, page = reply
-                jobs += [dict(zip(job[::2], job[1::2], strict=False)) for job in page or []]
-                if cursor in (b"0", 0):
-                    return jobs
-        except (NodeDown, TypeError, ValueError):
+            return [
+                dict(zip(job[::2], job[1::2], strict=False))
+                for job in jscan(self.target, None, "all", ORPHAN_CHECK_MAX)
+            ]
+        except (ShortScan, NodeDown, TypeError, ValueError):
             return None
 
     def only_orphan_acks(self, jobs: list[dict[Any, Any]], remaining: int) -> bool:
@@ -430,8 +425,8 @@ class Leave:
             f"No job has left {self.target.label} for {stalled:.0f}s. Jobs leave a leaving "
             "node only when consumers connected to other nodes ask for them (GETJOB)."
         )
+        total = sum(queued.values())
         if queued:
-            total = sum(queued.values())
             top = sorted(queued.items(), key=lambda item: -item[1])[:5]
             text += (
                 " Queued here: "
@@ -439,17 +434,43 @@ class Leave:
                 + (", ..." if len(queued) > 5 else "")
                 + "."
             )
-            if remaining > total:
-                text += (
-                    f" {remaining - total} more are being processed or are copies of "
-                    "jobs queued elsewhere: they go when acknowledged."
-                )
+        if remaining > total:
+            text += self.not_queued_here(remaining - total)
         if self.strays:
             text += (
                 f" Stray copies here: {len(self.strays)}. No node that owns such a job "
                 "holds it any more (collected there after an ACK, most likely), so it "
                 "comes back at each RETRY and will not leave."
             )
+        return text
+
+    def not_queued_here(self, count: int) -> str:
+        """What the jobs held here but not queued here wait for, by queue: queued on
+        no node (delivered, or waiting for their RETRY or DELAY), or copies of jobs
+        queued on another node (waiting.py's scan of every reachable node)."""
+        scan = waiting_jobs([self.target, *(m for m in self.others if m.up)])
+        here = [w for w in scan.sorted() if self.target.label in w.nodes]
+        text = ""
+        nowhere = sum(w.jobs for w in here)
+        if here:
+            shown = "; ".join(
+                f"{w.queue} ({w.jobs}"
+                + (f", next re-queue in {duration(w.next_ms)}" if w.next_ms is not None else "")
+                + ")"
+                for w in here[:5]
+            )
+            text += (
+                f" Queued on no node: {shown}{'; ...' if len(here) > 5 else ''}: delivered "
+                "and not acknowledged yet, or waiting for their RETRY or DELAY; they go "
+                "once acknowledged, or queued again and taken."
+            )
+        if count > nowhere:
+            text += (
+                f" {count - nowhere} more are copies of jobs queued on other nodes, or "
+                "acknowledged: they go when acknowledged and collected."
+            )
+        if scan.partial:
+            text += f" (Not every job was read on {', '.join(scan.partial)}.)"
         return text
 
     def queued_jobs(self) -> dict[str, int]:

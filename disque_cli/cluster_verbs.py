@@ -31,6 +31,7 @@ from disque_cli.cluster import (
 )
 from disque_cli.render import Mode, RenderOptions, dumps, format_json, render
 from disque_cli.replies import ErrorReply, Status
+from disque_cli.waiting import waiting_jobs
 
 CREATE_TIMEOUT = 30.0  # seconds for the mesh to complete
 POLL = 0.1
@@ -285,6 +286,8 @@ def _check(out: Output, members: list[Member]) -> int:
     )
     for name in leaving:
         findings.append(("WARN", f"{name} is leaving the cluster."))
+    waiting = waiting_jobs(up)
+    findings += waiting.findings()
 
     if out.mode is Mode.JSON:
         rows = json_rows([node_row(member, seed) for member in members], members)
@@ -294,6 +297,7 @@ def _check(out: Output, members: list[Member]) -> int:
                     "healthy": not any(level == "ERR" for level, _ in findings),
                     "nodes": rows,
                     "findings": [{"level": level, "text": text} for level, text in findings],
+                    "waiting": waiting.rows(),
                 }
             )
             + "\n"

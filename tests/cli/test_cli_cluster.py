@@ -148,6 +148,35 @@ def test_check_a_healthy_cluster(start_cluster, run_cli) -> None:
     assert {node["id"] for node in report["nodes"]} == {node_id(n) for n in cluster}
 
 
+def test_check_shows_jobs_queued_on_no_node(start_cluster, run_cli) -> None:
+    """A job delivered and not acknowledged (or waiting for its RETRY after a
+    restart) is in no queue: QLEN misses it, the check names its queue."""
+    cluster = start_cluster(3)
+    a, b = cluster[0], cluster[1]
+    taken = [a.call("ADDJOB", "orders", f"o{i}", "0", "REPLICATE", "2") for i in range(3)]
+    a.call("GETJOB", "COUNT", "3", "FROM", "orders")  # delivered, not acknowledged
+    a.call("ADDJOB", "orders", "still queued", "0", "REPLICATE", "2")
+    b.call("ADDJOB", "reports", "later", "0", "DELAY", "600")
+    result = run_cli("--cluster", "check", addr(b))
+    assert result.returncode == 0, result.out  # a warning, not an error
+    line = next(x for x in result.out.splitlines() if "orders:" in x)
+    assert re.match(r"\[WARN\] orders: 3 jobs queued on no node \(next re-queue in [45]m ", line)
+    assert addr(a) in line and "delivered and not acknowledged yet" in line
+    assert "[OK] 1 job in their DELAY (reports)." in result.out
+    report = json.loads(run_cli("--json", "--cluster", "check", addr(a)).out)
+    orders = next(w for w in report["waiting"] if w["queue"] == "orders")
+    assert orders["jobs"] == len(taken) and orders["delayed"] == 0
+    assert 240_000 < orders["next_requeue_ms"] <= 300_000
+    for jid in taken:
+        a.call("ACKJOB", jid)
+    wait_for(
+        lambda: "[OK] 1 job in their DELAY" in run_cli("--cluster", "check", addr(a)).out
+        and "orders:" not in run_cli("--cluster", "check", addr(a)).out,
+        10,
+        message="the check clean once acknowledged",
+    )
+
+
 def test_check_fails_when_a_node_is_killed(start_cluster, run_cli) -> None:
     cluster = start_cluster(3)
     victim_id = node_id(cluster[2])
@@ -596,18 +625,24 @@ def test_leave_without_consumers_explains_and_stops_at_the_timeout(start_cluster
     leaving = cluster[1]
     for i in range(3):
         leaving.call("ADDJOB", "idle-queue", f"job{i}", 0, "REPLICATE", 1)
+    for i in range(2):  # delivered, never acknowledged: queued on no node
+        leaving.call("ADDJOB", "taken", f"t{i}", 0, "REPLICATE", 1, "RETRY", 600)
+    assert len(leaving.call("GETJOB", "COUNT", 2, "FROM", "taken")) == 2
     result = run_cli("--cluster", "leave", addr(leaving), "--yes", "--timeout", "6")
     no_traceback(result)
     assert result.returncode == 1
+    text = " ".join(result.out.split())  # (the note wraps)
     assert (
         f"No job has left {addr(leaving)} for 5s. Jobs leave a leaving node only when "
         "consumers connected to other nodes ask for them"
-    ) in result.out
-    assert "Queued here: idle-queue (3)." in result.out
-    assert f"[ERR] 3 jobs still on {addr(leaving)} after 6s." in result.out
+    ) in text
+    assert "Queued here: idle-queue (3)." in text
+    assert re.search(r"Queued on no node: taken \(2, next re-queue in (9m|10m) [0-9]+s\)", text)
+    assert "more are copies" not in text
+    assert f"[ERR] 5 jobs still on {addr(leaving)} after 6s." in result.out
     # Not forgotten, still leaving, jobs still there: ready for another run.
     assert node_id(leaving) in known_ids(cluster[0])
-    assert is_leaving(leaving) and leaving.info()["registered_jobs"] == 3
+    assert is_leaving(leaving) and leaving.info()["registered_jobs"] == 5
 
 
 def test_leave_names_the_stray_copies_a_c_disque_node_holds(

@@ -1,0 +1,200 @@
+"""Jobs out of sight: held by the cluster, queued on no node.
+
+A job is queued on one node at a time; its other copies are active, each
+waiting for its RETRY to stand in. A job that is active on every node that
+holds it is in no queue: no GETJOB gets it until a re-queue. It was
+delivered and its consumer has not acknowledged it yet, or it waits for its
+RETRY after a restart or a crash, for a NACK's DELAY, or for its own DELAY.
+QLEN and QSTAT count queued jobs only, so these are what a dashboard and a
+check would miss. Found with JSCAN (``STATE active`` with every field, and
+``STATE queued`` IDs), which C Disque answers too, up to ``SCAN_MAX`` jobs a
+node: a check stays quick on a large node, and says when it stopped short.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from disque_cli.cluster import Member, NodeDown, plural
+
+SCAN_MAX = 100_000  # jobs read from one node, each state
+SCAN_COUNT = 1000
+
+
+@dataclass
+class Waiting:
+    """The jobs of one queue queued on no node: how many, of which how many are in
+    their DELAY, the soonest re-queue (ms from now, None when none is set), and
+    the nodes that hold them."""
+
+    queue: str
+    jobs: int = 0
+    delayed: int = 0
+    next_ms: int | None = None
+    nodes: set[str] = field(default_factory=set)
+
+    def add(self, fields: dict[bytes, Any], holder: str, now_ms: int) -> None:
+        self.jobs += 1
+        self.nodes.add(holder)
+        if in_delay(fields, now_ms):
+            self.delayed += 1
+        due = fields.get(b"next-requeue-within")
+        if isinstance(due, int) and (self.next_ms is None or due < self.next_ms):
+            self.next_ms = due
+
+    def describe(self) -> str:
+        """``q: 62 jobs queued on no node (next re-queue in 4m 50s), held by ...``."""
+        what = f"{self.queue}: {plural(self.jobs, 'job')} queued on no node"
+        if self.next_ms is not None:
+            what += f" (next re-queue in {duration(self.next_ms)})"
+        why = "delivered and not acknowledged yet, or waiting for their RETRY"
+        if self.delayed == self.jobs:
+            why = "in their DELAY"
+        elif self.delayed:
+            why += f"; {self.delayed} in their DELAY"
+        return f"{what}, held by {', '.join(sorted(self.nodes))}: {why}"
+
+
+@dataclass
+class Scan:
+    """What the nodes hold out of sight, by queue; ``partial``: nodes whose jobs
+    were not all read (SCAN_MAX, or an error)."""
+
+    by_queue: dict[str, Waiting] = field(default_factory=dict)
+    partial: list[str] = field(default_factory=list)
+
+    @property
+    def jobs(self) -> int:
+        return sum(w.jobs for w in self.by_queue.values())
+
+    def sorted(self) -> list[Waiting]:
+        return sorted(self.by_queue.values(), key=lambda w: (-w.jobs, w.queue))
+
+    def findings(self, shown: int = 10) -> list[tuple[str, str]]:
+        """--cluster check's lines: a WARN a queue (the largest first), one OK line
+        for queues whose jobs are all in their DELAY, or one OK line for none."""
+        findings = []
+        waiting = [w for w in self.sorted() if w.jobs > w.delayed]
+        for w in waiting[:shown]:
+            findings.append(("WARN", w.describe()))
+        if len(waiting) > shown:
+            rest = sum(w.jobs for w in waiting[shown:])
+            findings.append(("WARN", f"... and {plural(rest, 'job')} more in other queues"))
+        delayed = [w for w in self.sorted() if w.jobs == w.delayed]
+        if delayed:
+            names = ", ".join(w.queue for w in delayed[:5]) + (", ..." if len(delayed) > 5 else "")
+            count = sum(w.jobs for w in delayed)
+            findings.append(("OK", f"{plural(count, 'job')} in their DELAY ({names})."))
+        if not self.by_queue:
+            findings.append(("OK", "Every job not acknowledged is queued on some node."))
+        for label in self.partial:
+            findings.append(
+                ("WARN", f"{label}: not every job read (over {SCAN_MAX:,}, or JSCAN failed)")
+            )
+        return findings
+
+    def rows(self) -> list[dict[str, Any]]:
+        """For --json: a dict a queue."""
+        return [
+            {
+                "queue": w.queue,
+                "jobs": w.jobs,
+                "delayed": w.delayed,
+                "next_requeue_ms": w.next_ms,
+                "nodes": sorted(w.nodes),
+            }
+            for w in self.sorted()
+        ]
+
+
+def waiting_jobs(members: Sequence[Member]) -> Scan:
+    """The jobs of ``members`` (reachable nodes) that none of them has queued."""
+    scan = Scan()
+    queued: set[bytes] = set()
+    active: list[tuple[str, dict[bytes, Any]]] = []
+    for member in members:
+        try:
+            queued.update(ids(member, "queued"))
+            for fields in jobs(member, "active"):
+                active.append((member.label, fields))
+        except (ShortScan, NodeDown, TypeError, ValueError):
+            scan.partial.append(member.label)
+    now = int(time.time() * 1000)
+    counted: set[bytes] = set()
+    for holder, fields in active:
+        job_id = fields.get(b"id")
+        if not isinstance(job_id, bytes) or job_id in queued:
+            continue
+        queue = text(fields.get(b"queue"))
+        waiting = scan.by_queue.setdefault(queue, Waiting(queue))
+        if job_id in counted:  # another copy, active too: one job, more holders
+            waiting.nodes.add(holder)
+            continue
+        counted.add(job_id)
+        waiting.add(fields, holder, now)
+    return scan
+
+
+class ShortScan(Exception):
+    """A node holds more than SCAN_MAX jobs in one state."""
+
+
+def ids(member: Member, state: str) -> Iterator[bytes]:
+    for item in jscan(member, state, "id"):
+        if isinstance(item, bytes):
+            yield item
+
+
+def jobs(member: Member, state: str) -> Iterator[dict[bytes, Any]]:
+    for item in jscan(member, state, "all"):
+        if isinstance(item, list):
+            yield dict(zip(item[::2], item[1::2], strict=False))
+
+
+def jscan(member: Member, state: str | None, reply: str, most: int = SCAN_MAX) -> Iterator[Any]:
+    """JSCAN ... [STATE state] REPLY reply, page by page; ShortScan past ``most``
+    items; ValueError on a reply that is not JSCAN's."""
+    cursor: Any = b"0"
+    seen = 0
+    states = ("STATE", state) if state else ()
+    while True:
+        page_reply = member.call("JSCAN", cursor, "COUNT", SCAN_COUNT, *states, "REPLY", reply)
+        if not isinstance(page_reply, list) or len(page_reply) != 2:
+            raise ValueError(f"JSCAN: unexpected reply {page_reply!r}")
+        cursor, page = page_reply
+        for item in page or []:
+            seen += 1
+            if seen > most:
+                raise ShortScan(member.label)
+            yield item
+        if cursor in (b"0", 0):
+            return
+
+
+def in_delay(fields: dict[bytes, Any], now_ms: int) -> bool:
+    """Whether the job's DELAY has not ended yet (ctime is ms * 1e6 plus a counter)."""
+    delay, ctime = fields.get(b"delay"), fields.get(b"ctime")
+    if not isinstance(delay, int) or not isinstance(ctime, int) or not delay:
+        return False
+    return ctime // 1_000_000 + delay * 1000 > now_ms
+
+
+def text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def duration(ms: int) -> str:
+    """``4m 50s``, ``1h 5m``, ``800ms``: a re-queue time as a person reads it."""
+    if ms < 1000:
+        return f"{max(ms, 0)}ms"
+    seconds = ms // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes}m"
