@@ -6,7 +6,7 @@ _disque() {
     local prev=${COMP_WORDS[COMP_CWORD-1]}
     local i=1 command="" sub="" position=0 words="" verb=""
     case "$prev" in
-        --cluster) COMPREPLY=($(compgen -W "create check info call leave help" -- "${cur,,}")); return ;;
+        --cluster) COMPREPLY=($(compgen -W "create add-node del-node set-timeout check info call leave help" -- "${cur,,}")); return ;;
         -h) COMPREPLY=($(compgen -A hostname -- "$cur")); return ;;
         -h|-p|-s|-a|-u|--cacert|--cert|--key|-r|-i|-d|-D|--pipe-timeout|--cluster|--timeout) COMPREPLY=(); return ;;
     esac
@@ -23,7 +23,10 @@ _disque() {
     # --cluster VERB: addresses and the verb's options; call: the address, then
     # a command. bash may have split host:port at ':' (COMP_WORDBREAKS).
     case "${verb,,}" in
-        create) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        create) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        add-node) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        del-node) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --raw --no-raw --csv --json" -- "$cur")); return ;;
+        set-timeout) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--raw --no-raw --csv --json" -- "$cur")); return ;;
         check) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
         info) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
         leave) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --shutdown --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;

@@ -249,13 +249,17 @@ VERB_RUNNERS: dict[str, Callable[[Config, ClusterVerb], int]] = {
     "info": _verb("cluster_verbs", "cluster_info"),
     "call": _verb("cluster_verbs", "cluster_call"),
     "leave": _verb("cluster_leave", "cluster_leave"),
+    "add-node": _verb("cluster_nodes", "cluster_add_node"),
+    "del-node": _verb("cluster_nodes", "cluster_del_node"),
+    "set-timeout": _verb("cluster_nodes", "cluster_set_timeout"),
 }
 
 CLUSTER_HELP_NOTES = """For check, info and call, host:port is any node of the cluster (or -h/-p).
 --timeout: create: seconds to wait for the full mesh (default 30); leave: for
 the node to drain (default: no limit); check, info: for each node's replies
-(default 5); call: for each node's reply (default: no limit, give it before
---cluster). leave: --yes skips the confirmation, --shutdown stops the node.
+(default 5); call: for each node's reply (default 5; 0: no limit). leave,
+del-node, create and add-node (a merge): --yes skips the confirmation;
+leave: --shutdown stops the node.
 TLS (--tls, --cacert, ...) and the password (-a) apply to every node.
 Output: tables on a terminal, plain text in a pipe, --csv and --json for data.
 """

@@ -378,6 +378,10 @@ def verb_args(config: Config, args: Sequence[bytes], verb: ClusterVerb) -> VerbA
         mode=config.mode,
     )
     accepted = trailing_options(verb)
+    if not verb.trailing and len(words) >= 2 and words[-2] in ("--timeout", "--cluster-timeout"):
+        # (call: the words are a command, but no Disque command ends in --timeout N)
+        parsed.timeout = seconds(words[-1])
+        words = words[:-2]
     i = 0
     while i < len(words):
         word = words[i]
@@ -420,6 +424,39 @@ def seed_address(parsed: VerbArgs, usage: str) -> tuple[str, int]:
     if parsed.config.host or parsed.config.port is not None or parsed.config.uri:
         return parsed.config.endpoint.host, parsed.config.endpoint.port
     raise VerbError(f"Usage: disque --cluster {usage}")
+
+
+def confirmed(out: Output, yes: bool, question: str) -> bool:
+    """``--yes``, or "yes" typed at a terminal; without a terminal, no (said so)."""
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        out.error(
+            "Standard input is not a terminal, so nobody can confirm: nothing was "
+            "changed. Give --yes to go on without asking."
+        )
+        return False
+    stream = out.messages
+    stream.write(f"{question} Type 'yes' to go on: ")
+    stream.flush()
+    try:
+        answer = sys.stdin.readline()
+    except KeyboardInterrupt:
+        stream.write("\n")
+        return False
+    if answer.strip().lower() != "yes":
+        out.line("Aborted: nothing was changed.")
+        return False
+    return True
+
+
+def foreign_members(member: Member, known: set[str | None]) -> int:
+    """How many nodes ``member`` knows that are not in ``known`` (another cluster's)."""
+    return sum(
+        1
+        for entry in member.view
+        if not entry.myself and not entry.handshake and entry.id not in known
+    )
 
 
 # ---- output -----------------------------------------------------------------------

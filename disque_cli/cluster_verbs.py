@@ -24,7 +24,9 @@ from disque_cli.cluster import (
     Output,
     VerbArgs,
     VerbError,
+    confirmed,
     discover,
+    foreign_members,
     parse_address,
     resolve_ip,
     seed_address,
@@ -126,13 +128,13 @@ def cluster_create(parsed: VerbArgs) -> int:
     timeout = CREATE_TIMEOUT if parsed.timeout is None else parsed.timeout
     members = [parsed.member(host, port) for host, port in addresses]
     try:
-        return _create(out, members, timeout)
+        return _create(out, members, timeout, parsed.yes)
     finally:
         for member in members:
             member.close()
 
 
-def _create(out: Output, members: list[Member], timeout: float) -> int:
+def _create(out: Output, members: list[Member], timeout: float, yes: bool) -> int:
     out.title(f"Creating a cluster of {len(members)} nodes")
     if refresh_all(out, members) < len(members):
         out.error("Some nodes cannot be reached: no node was met.")
@@ -142,17 +144,17 @@ def _create(out: Output, members: list[Member], timeout: float) -> int:
         out.error("Two addresses lead to the same node: no node was met.")
         return 1
     given = set(ids)
+    merging = False
     for member in members:
-        others = [
-            entry
-            for entry in member.view
-            if not entry.myself and not entry.handshake and entry.id not in given
-        ]
-        if others:
+        foreign = foreign_members(member, given)
+        if foreign:
+            merging = True
             out.warn(
-                f"{member.name} already belongs to a cluster of {len(others) + 1} nodes: "
-                "the clusters will be merged."
+                f"{member.name} already belongs to a cluster of {foreign + 1} nodes: "
+                "creating this one merges them."
             )
+    if merging and not confirmed(out, yes, "Merge the clusters?"):
+        return 1
     first = members[0]
     for member in members[1:]:
         if any(entry.id == member.id for entry in first.view):
@@ -483,10 +485,11 @@ def _call(out: Output, parsed: VerbArgs, members: list[Member]) -> int:
         cmd_delim=(parsed.config.cmd_delim or "\n").encode(),
     )
     name = parsed.words[0].lower()
-    # Replies may block (GETJOB): no reply timeout unless --timeout asks for one.
+    # Each reply within NODE_TIMEOUT, as for the other verbs (a paused node does not
+    # hang the call); a command that blocks (GETJOB) asks for more: --timeout 0.
     for member in members:
         member.session.close()
-        member.timeout = parsed.timeout or None
+        member.timeout = NODE_TIMEOUT if parsed.timeout is None else parsed.timeout or None
         member.session.reply_timeout = member.timeout
     if out.mode is not Mode.JSON:
         out.title(f"Calling {' '.join(parsed.words)} on {len(members)} nodes")

@@ -202,8 +202,8 @@ OPTIONS: tuple[CliOption, ...] = (
         "cluster_timeout",
         "With --cluster: "
         "seconds to wait for the full mesh (create, default 30), for the node to "
-        "drain (leave, default no limit), for each node's replies (check, info: "
-        "default 5; call: default no limit). 0: no limit.",
+        "drain (leave, default no limit), for each node's replies (check, info, "
+        "call: default 5). 0: no limit.",
         "seconds",
         kind=float,
         section="modes",
@@ -250,6 +250,10 @@ class ClusterVerb:
         return f"{self.name} {self.args}{extra}"
 
 
+def _yes(what: str) -> VerbOption:
+    return VerbOption("--yes", what, aliases=("--cluster-yes",))
+
+
 def _timeout(what: str) -> VerbOption:
     return VerbOption(
         "--timeout", f"Seconds {what}; 0: no limit.", "secs", aliases=("--cluster-timeout",)
@@ -262,8 +266,41 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
         "host1:port1 ... hostN:portN",
         "Join nodes into a cluster",
         "Join the nodes into one cluster: the first one meets the others (CLUSTER "
-        "MEET), then wait until every node knows and reaches every other one.",
-        (_timeout("to wait for the full mesh (default 30)"),),
+        "MEET), then wait until every node knows and reaches every other one. A node "
+        "that belongs to another cluster would merge the clusters: done only when "
+        "confirmed.",
+        (
+            _yes("Merge without asking (required without a terminal)."),
+            _timeout("to wait for the full mesh (default 30)"),
+        ),
+    ),
+    ClusterVerb(
+        "add-node",
+        "new_host:new_port existing_host:existing_port",
+        "Add a node to a cluster",
+        "Add the node at new_host:new_port to the cluster of existing_host:existing_port "
+        "(CLUSTER MEET, then wait for the full mesh). A new node that belongs to "
+        "another cluster would merge the two: done only when confirmed.",
+        (
+            _yes("Merge without asking (required without a terminal)."),
+            _timeout("to wait for the full mesh (default 30)"),
+        ),
+    ),
+    ClusterVerb(
+        "del-node",
+        "host:port node_id",
+        "Forget a dead node everywhere",
+        "Forget a node that is down on every reachable node (CLUSTER FORGET), by its "
+        "full ID or a unique prefix (the 8 characters the tables show). A node that is "
+        "up is refused: `leave` moves its jobs first.",
+        (_yes("Do not ask for confirmation (required without a terminal)."),),
+    ),
+    ClusterVerb(
+        "set-timeout",
+        "host:port milliseconds",
+        "Set cluster-node-timeout on every node",
+        "Set cluster-node-timeout on every node (CONFIG SET), and save it in each "
+        "node's config file (CONFIG REWRITE).",
     ),
     ClusterVerb(
         "check",
@@ -290,8 +327,8 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
         "host:port command [arg ...]",
         "Run a command on every node",
         "Run a command on every node and print each node's reply. The words after "
-        "host:port are the command: give options before --cluster "
-        "(--timeout: seconds for each reply, default no limit).",
+        "host:port are the command, but for a last --timeout SECS: seconds for each "
+        "reply (default 5; 0: no limit, for a GETJOB that blocks).",
         trailing=False,
     ),
     ClusterVerb(
@@ -301,11 +338,7 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
         "Remove the node at host:port without losing a job: CLUSTER LEAVING yes, "
         "wait for its jobs to drain, CLUSTER FORGET it on every other node.",
         (
-            VerbOption(
-                "--yes",
-                "Do not ask for confirmation (required when standard input is not a terminal).",
-                aliases=("--cluster-yes",),
-            ),
+            _yes("Do not ask for confirmation (required when standard input is not a terminal)."),
             VerbOption("--shutdown", "SHUTDOWN the node once the others forgot it."),
             _timeout(
                 "to wait for the node to drain (default: no limit); past it, stop "

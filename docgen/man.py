@@ -51,9 +51,19 @@ def _command(entry: commands.Command) -> list[str]:
 
 # What the man page says of each verb beyond its summary in options.CLUSTER_VERBS.
 VERB_NOTES = {
-    "create": "Nodes already in a cluster are merged into one (with a warning). Exit "
-    "status 1, before any CLUSTER MEET, if a node cannot be reached or two "
-    "addresses lead to the same node; 1 too if the mesh is not complete in time.",
+    "create": "Nodes already in another cluster would merge the clusters: a warning, "
+    "then a question on a terminal (--yes: go on; without a terminal and --yes, nothing "
+    "is done). Exit status 1, before any CLUSTER MEET, if a node cannot be reached, two "
+    "addresses lead to the same node or the merge is not confirmed; 1 too if the mesh "
+    "is not complete in time.",
+    "add-node": "The new node is met by the existing one (both ports, as create). Exit "
+    "status 1 if either cannot be reached, a merge is not confirmed, or the mesh is not "
+    "complete in time; 0 if the node is a member already.",
+    "del-node": "For a node that is gone for good: its jobs with copies elsewhere are "
+    "queued again there after their RETRY. Exit status 1 when the ID names no node or "
+    "several, when the node is up (use leave), or when a node could not forget it.",
+    "set-timeout": "A node started without a config file keeps the value until it "
+    "restarts (a warning). Exit status 1 when a node cannot be reached or refuses it.",
     "check": "Exit status 1 when any finding is an error ([ERR]); warnings ([WARN]) do "
     "not count. With --json: one object with healthy, nodes and findings.",
     "info": "With --json: an array of one object per node (full node IDs); with --csv, "

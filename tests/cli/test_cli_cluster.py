@@ -411,6 +411,27 @@ def test_call_runs_a_command_on_every_node(start_cluster, run_cli) -> None:
     ), result.out
 
 
+def test_call_returns_within_its_timeout_on_a_paused_node(start_cluster, run_cli) -> None:
+    cluster = start_cluster(3)
+    cluster[2].pause()
+    try:
+        started = time.monotonic()
+        result = run_cli("--cluster", "call", addr(cluster[0]), "qlen", "q")  # 5 s a reply
+        took = time.monotonic() - started
+        assert 4 < took < 15, took
+        shorter = run_cli("--cluster", "call", addr(cluster[0]), "qlen", "q", "--timeout", "1")
+        assert time.monotonic() - started - took < 6
+    finally:
+        cluster[2].resume()
+    for run in (result, shorter):
+        no_traceback(run)
+        assert run.returncode == 1
+        assert f"{addr(cluster[1])}: 0" in run.out  # the others answered
+    assert re.search(rf"\[ERR\] {addr(cluster[2])} \(\w{{8}}\): no reply within 5s", result.out)
+    assert re.search(rf"\[ERR\] {addr(cluster[2])} \(\w{{8}}\): no reply within 1s", shorter.out)
+    assert "--timeout" not in shorter.out  # taken as the option, not sent as arguments
+
+
 # ---- leave ----------------------------------------------------------------------------
 
 
