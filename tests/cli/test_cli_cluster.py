@@ -170,8 +170,10 @@ def test_check_shows_jobs_queued_on_no_node(start_cluster, run_cli) -> None:
     for jid in taken:
         a.call("ACKJOB", jid)
     wait_for(
-        lambda: "[OK] 1 job in their DELAY" in run_cli("--cluster", "check", addr(a)).out
-        and "orders:" not in run_cli("--cluster", "check", addr(a)).out,
+        lambda: (
+            "[OK] 1 job in their DELAY" in run_cli("--cluster", "check", addr(a)).out
+            and "orders:" not in run_cli("--cluster", "check", addr(a)).out
+        ),
         10,
         message="the check clean once acknowledged",
     )
