@@ -157,6 +157,7 @@ class Leave:
             return self.finish()
         out.title(f"Step 3/{steps}: CLUSTER FORGET {target.id} on {len(self.others)} nodes")
         self.forget()
+        self.detach()
         if self.parsed.shutdown:
             out.title(f"Step 4/{steps}: SHUTDOWN {target.label}")
             self.shutdown()
@@ -180,7 +181,7 @@ class Leave:
             "   only when consumers connected to OTHER nodes ask for jobs of those queues,",
             "   and its other jobs go away when acknowledged: keep consumers running.",
             f"3. CLUSTER FORGET {target.id[:ID_PREFIX] if target.id else '?'}... on every "
-            "other node.",
+            "other node; then CLUSTER RESET SOFT on it, so that it does not rejoin.",
         ]
         if self.parsed.shutdown:
             lines.append("4. SHUTDOWN the node.")
@@ -535,6 +536,33 @@ class Leave:
                 f"{', '.join(member.label for member in missed)} as soon as possible: "
                 "until then they may gossip it back to the others (after 60s)."
             )
+
+    def detach(self) -> None:
+        """CLUSTER RESET SOFT on the node once every other node forgot it and it holds
+        no job (but acknowledged ones waiting on departed nodes): it forgets its
+        peers too, so a restart from its directory does not rejoin the cluster
+        (CLUSTER MEET brings it back, when wanted)."""
+        out, target = self.out, self.target
+        if self.target_gone or any(self.result_of(m).failed for m in self.others):
+            out.warn(
+                f"{target.label} still lists its peers: started again from its "
+                "directory, it would rejoin the cluster."
+            )
+            return
+        left = self.poll_jobs()
+        if left is None or left > self.orphan_acks:
+            out.warn(f"{target.label} holds jobs again: it keeps its peers' list.")
+            return
+        try:
+            reply = target.call("CLUSTER", "RESET", "SOFT")
+        except NodeDown as exc:
+            out.warn(f"{target.name}: CLUSTER RESET: {exc}")
+            return
+        if isinstance(reply, ErrorReply):
+            out.warn(f"{target.name}: CLUSTER RESET: {bytes(reply).decode(errors='replace')}")
+            return
+        self.mine.ok("forgot its peers")
+        out.ok(f"{target.label} forgot its peers: restarted, it does not rejoin.")
 
     # ---- step 4 ----
     def shutdown(self) -> None:

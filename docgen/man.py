@@ -86,7 +86,9 @@ LEAVE_STEPS = (
     "when they are acknowledged. After 5 seconds without progress the queues still "
     "holding jobs are listed.",
     "CLUSTER FORGET on every other node, those that joined meanwhile included; a node "
-    "that cannot be reached is named, to be told later.",
+    "that cannot be reached is named, to be told later. Then CLUSTER RESET SOFT on the "
+    "node, once every other node forgot it: it forgets its peers, so that started again "
+    "from its directory it does not rejoin (CLUSTER MEET brings it back).",
     "With --shutdown, SHUTDOWN the node and wait until it stops accepting connections.",
 )
 

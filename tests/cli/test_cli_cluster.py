@@ -560,6 +560,23 @@ def test_leave_reports_an_unreachable_member_and_shuts_down(start_cluster, run_c
     assert summary[addr(dead)][2].startswith("could not forget it: cannot connect")
 
 
+def test_a_node_that_left_does_not_rejoin_when_started_again(start_cluster, run_cli) -> None:
+    cluster = start_cluster(3)
+    leaving = cluster[2]
+    gone_id = node_id(leaving)
+    result = run_cli("--cluster", "leave", addr(leaving), "--yes", "--shutdown")
+    assert result.returncode == 0, result.out
+    assert f"[OK] {addr(leaving)} forgot its peers" in result.out
+    wait_for(lambda: not leaving.is_running(), 10, message="the node to exit")
+    leaving.start()  # from its old directory: its nodes.conf
+    assert known_ids(leaving) == {gone_id}  # it knows no peer: nothing to rejoin
+    assert leaving.call("CLUSTER", "LEAVING") == b"yes"  # and says it left
+    for other in cluster[:2]:
+        assert gone_id not in known_ids(other)
+    check = run_cli("--cluster", "check", addr(cluster[0]))
+    assert check.returncode == 0 and "All 2 nodes are reachable" in check.out
+
+
 def test_leave_on_a_terminal_asks_and_shows_progress(start_cluster, spawn) -> None:
     cluster = start_cluster(3)
     leaving = cluster[2]
