@@ -18,44 +18,26 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from disque.commands import pairs
+from disque.protocol import text
+from disque.scan import OutOfQueue, out_of_queue
 from disque_cli.cluster import Member, NodeDown, plural
 
 SCAN_MAX = 100_000  # jobs read from one node, each state
 SCAN_COUNT = 1000
 
 
-@dataclass
-class Waiting:
-    """The jobs of one queue queued on no node: how many, of which how many are in
-    their DELAY, the soonest re-queue (ms from now, None when none is set), and
-    the nodes that hold them."""
-
-    queue: str
-    jobs: int = 0
-    delayed: int = 0
-    next_ms: int | None = None
-    nodes: set[str] = field(default_factory=set)
-
-    def add(self, fields: dict[bytes, Any], holder: str, now_ms: int) -> None:
-        self.jobs += 1
-        self.nodes.add(holder)
-        if in_delay(fields, now_ms):
-            self.delayed += 1
-        due = fields.get(b"next-requeue-within")
-        if isinstance(due, int) and (self.next_ms is None or due < self.next_ms):
-            self.next_ms = due
-
-    def describe(self) -> str:
-        """``q: 62 jobs queued on no node (next re-queue in 4m 50s), held by ...``."""
-        what = f"{self.queue}: {plural(self.jobs, 'job')} queued on no node"
-        if self.next_ms is not None:
-            what += f" (next re-queue in {duration(self.next_ms)})"
-        why = "delivered and not acknowledged yet, or waiting for their RETRY"
-        if self.delayed == self.jobs:
-            why = "in their DELAY"
-        elif self.delayed:
-            why += f"; {self.delayed} in their DELAY"
-        return f"{what}, held by {', '.join(sorted(self.nodes))}: {why}"
+def describe(w: OutOfQueue) -> str:
+    """``q: 62 jobs queued on no node (next re-queue in 4m 50s), held by ...``."""
+    what = f"{w.queue}: {plural(w.jobs, 'job')} queued on no node"
+    if w.next_ms is not None:
+        what += f" (next re-queue in {duration(w.next_ms)})"
+    why = "delivered and not acknowledged yet, or waiting for their RETRY"
+    if w.delayed == w.jobs:
+        why = "in their DELAY"
+    elif w.delayed:
+        why += f"; {w.delayed} in their DELAY"
+    return f"{what}, held by {', '.join(sorted(w.nodes))}: {why}"
 
 
 @dataclass
@@ -63,14 +45,14 @@ class Scan:
     """What the nodes hold out of sight, by queue; ``partial``: nodes whose jobs
     were not all read (SCAN_MAX, or an error)."""
 
-    by_queue: dict[str, Waiting] = field(default_factory=dict)
+    by_queue: dict[str, OutOfQueue] = field(default_factory=dict)
     partial: list[str] = field(default_factory=list)
 
     @property
     def jobs(self) -> int:
         return sum(w.jobs for w in self.by_queue.values())
 
-    def sorted(self) -> list[Waiting]:
+    def sorted(self) -> list[OutOfQueue]:
         return sorted(self.by_queue.values(), key=lambda w: (-w.jobs, w.queue))
 
     def findings(self, shown: int = 10) -> list[tuple[str, str]]:
@@ -79,7 +61,7 @@ class Scan:
         findings = []
         waiting = [w for w in self.sorted() if w.jobs > w.delayed]
         for w in waiting[:shown]:
-            findings.append(("WARN", w.describe()))
+            findings.append(("WARN", describe(w)))
         if len(waiting) > shown:
             rest = sum(w.jobs for w in waiting[shown:])
             findings.append(("WARN", f"... and {plural(rest, 'job')} more in other queues"))
@@ -113,28 +95,16 @@ class Scan:
 def waiting_jobs(members: Sequence[Member]) -> Scan:
     """The jobs of ``members`` (reachable nodes) that none of them has queued."""
     scan = Scan()
-    queued: set[bytes] = set()
-    active: list[tuple[str, dict[bytes, Any]]] = []
+    queued: set[str] = set()
+    active: list[tuple[str, dict[str, Any]]] = []
     for member in members:
         try:
-            queued.update(ids(member, "queued"))
-            for fields in jobs(member, "active"):
-                active.append((member.label, fields))
+            queued.update(text(job_id) for job_id in ids(member, "queued"))
+            for shown in jobs(member, "active"):
+                active.append((member.label, shown))
         except (ShortScan, NodeDown, TypeError, ValueError):
             scan.partial.append(member.label)
-    now = int(time.time() * 1000)
-    counted: set[bytes] = set()
-    for holder, fields in active:
-        job_id = fields.get(b"id")
-        if not isinstance(job_id, bytes) or job_id in queued:
-            continue
-        queue = text(fields.get(b"queue"))
-        waiting = scan.by_queue.setdefault(queue, Waiting(queue))
-        if job_id in counted:  # another copy, active too: one job, more holders
-            waiting.nodes.add(holder)
-            continue
-        counted.add(job_id)
-        waiting.add(fields, holder, now)
+    scan.by_queue = out_of_queue(queued, active, int(time.time() * 1000))
     return scan
 
 
@@ -148,10 +118,10 @@ def ids(member: Member, state: str) -> Iterator[bytes]:
             yield item
 
 
-def jobs(member: Member, state: str) -> Iterator[dict[bytes, Any]]:
+def jobs(member: Member, state: str) -> Iterator[dict[str, Any]]:
     for item in jscan(member, state, "all"):
         if isinstance(item, list):
-            yield dict(zip(item[::2], item[1::2], strict=False))
+            yield pairs(item) or {}
 
 
 def jscan(member: Member, state: str | None, reply: str, most: int = SCAN_MAX) -> Iterator[Any]:
@@ -172,18 +142,6 @@ def jscan(member: Member, state: str | None, reply: str, most: int = SCAN_MAX) -
             yield item
         if cursor in (b"0", 0):
             return
-
-
-def in_delay(fields: dict[bytes, Any], now_ms: int) -> bool:
-    """Whether the job's DELAY has not ended yet (ctime is ms * 1e6 plus a counter)."""
-    delay, ctime = fields.get(b"delay"), fields.get(b"ctime")
-    if not isinstance(delay, int) or not isinstance(ctime, int) or not delay:
-        return False
-    return ctime // 1_000_000 + delay * 1000 > now_ms
-
-
-def text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def duration(ms: int) -> str:

@@ -5,7 +5,8 @@ the first screen of the dashboard and by `disque-tui --once`.
 A problem is one of: a node down (with how long, and why), a node flagged
 PFAIL or FAIL by the cluster, a node leaving (jobs left, ETA), jobs stranded
 on a node that is down (its last known queues), a queue that grows while
-nothing consumes it. Queues are ranked: stranded, not draining, paused,
+nothing consumes it, jobs held in no queue (delivered and not acknowledged,
+or waiting for their RETRY: QLEN misses them). Queues are ranked: stranded, not draining, paused,
 then the longest.
 """
 
@@ -137,13 +138,31 @@ def queue_problems(snapshot: ClusterSnapshot) -> list[Problem]:
     return found
 
 
+def out_of_queue_problems(snapshot: ClusterSnapshot) -> list[Problem]:
+    """A warning a queue whose jobs are in no queue (not all in their DELAY): QLEN
+    does not count them, and no consumer gets them until they are queued again."""
+    found = []
+    for w in snapshot.out_of_queue:
+        if w.jobs == w.delayed:
+            continue
+        due = f", next re-queue in {fmt.duration(w.next_ms / 1000)}" if w.next_ms else ""
+        found.append(
+            Problem(
+                "warning",
+                f"{w.jobs} jobs of queue {w.queue} in no queue{due}: delivered and not "
+                "acknowledged yet, or waiting for their RETRY",
+            )
+        )
+    return found
+
+
 def problems(snapshot: ClusterSnapshot) -> list[Problem]:
     """Every problem, nodes first, errors before warnings within each."""
     if snapshot.error:
         return [Problem("error", f"cannot poll the cluster: {snapshot.error}")]
     found = [p for node in snapshot.nodes for p in node_problems(node)]
     found.sort(key=lambda p: p.severity != "error")
-    return found + queue_problems(snapshot)
+    return found + queue_problems(snapshot) + out_of_queue_problems(snapshot)
 
 
 def summary(snapshot: ClusterSnapshot) -> str:

@@ -29,6 +29,7 @@ import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
 from disque.protocol import server_kind
+from disque.scan import OutOfQueue, out_of_queue
 from disque.tls import TLS, handshake_failure
 from disque_tui import queries
 from disque_tui.queries import NodeReport
@@ -46,6 +47,7 @@ from disque_tui.snapshot import (
 )
 
 HISTORY = 60  # samples kept for sparklines (one per cycle)
+OUT_OF_QUEUE_EVERY = 10.0  # seconds between two JSCANs of a node for jobs in no queue
 DRAIN_WINDOW = 10.0  # seconds over which a leaving node's drain rate is measured
 
 NO_RATES = (0.0, 0.0)
@@ -96,6 +98,9 @@ class NodeState:
         self.jobs_history: deque[tuple[float, int]] = deque(maxlen=HISTORY)
         self.ops_history: deque[int] = deque(maxlen=HISTORY)
         self.drain_start: int | None = None
+        # Its queued job IDs and active jobs (queries.fetch_out_of_queue), and when read.
+        self.out_of_queue: tuple[set[str], list[dict[str, Any]]] | None = None
+        self.out_of_queue_at: float | None = None
 
     @property
     def up(self) -> bool:
@@ -228,6 +233,11 @@ class Poller:
         try:
             async with asyncio.timeout(self.timeout):
                 report = await queries.fetch_node(self._client(node), self.scan_count)
+                if node.out_of_queue_at is None or start - node.out_of_queue_at >= (
+                    OUT_OF_QUEUE_EVERY
+                ):
+                    node.out_of_queue = await queries.fetch_out_of_queue(self._client(node))
+                    node.out_of_queue_at = start
         except Exception as exc:  # any failure marks this node down, never the poller
             node.fail(describe_error(exc))
             await self._drop_client(node)
@@ -313,7 +323,23 @@ class Poller:
             cycle=self.cycle,
             poll_ms=poll_ms,
             rate_history=tuple(self.rate_history),
+            out_of_queue=self._out_of_queue(reporters),
         )
+
+    def _out_of_queue(self, reporters: list[NodeState]) -> tuple[OutOfQueue, ...]:
+        """Jobs queued on none of the nodes up, from their last scans (none while a
+        node up has not been scanned, or held too many jobs to scan)."""
+        scans = [n.out_of_queue for n in reporters]
+        if not reporters or any(scan is None for scan in scans):
+            return ()
+        queued: set[str] = set()
+        active: list[tuple[str, dict[str, Any]]] = []
+        for node, scan in zip(reporters, scans, strict=True):
+            assert scan is not None
+            queued |= scan[0]
+            active += [(f"{node.host}:{node.port}", shown) for shown in scan[1]]
+        found = out_of_queue(queued, active, int(time.time() * 1000))
+        return tuple(sorted(found.values(), key=lambda w: (-w.jobs, w.queue)))
 
     def _node_snapshot(
         self, node: NodeState, reporters: list[NodeState], now: float

@@ -268,6 +268,36 @@ async def oldest_jobs(client: aredis.Redis, names: list[str]) -> dict[str, int]:
     return found
 
 
+# Jobs in no queue are found with JSCAN: up to this many jobs read a node, each state.
+OUT_OF_QUEUE_MAX = 100_000
+
+
+async def fetch_out_of_queue(
+    client: aredis.Redis, most: int = OUT_OF_QUEUE_MAX
+) -> tuple[set[str], list[dict[str, Any]]] | None:
+    """The IDs of the jobs queued on one node, and its active jobs as SHOW shows
+    them (JSCAN STATE queued / STATE active REPLY all): what disque.scan's
+    out_of_queue reads. None when the node holds more than ``most`` of either."""
+    queued: set[str] = set()
+    active: list[dict[str, Any]] = []
+    for state, reply in (("queued", "id"), ("active", "all")):
+        cursor: Any = 0
+        while True:
+            cursor, page = await client.execute_command(
+                "JSCAN", cursor, "COUNT", 1000, "STATE", state, "REPLY", reply
+            )
+            for item in page or []:
+                if reply == "id":
+                    queued.add(text(item))
+                else:
+                    active.append(parse_flat(item))
+            if len(queued) > most or len(active) > most:
+                return None
+            if integer(cursor) == 0:
+                break
+    return queued, active
+
+
 async def hello(client: aredis.Redis) -> Hello:
     return parse_hello(await client.execute_command("HELLO"))
 

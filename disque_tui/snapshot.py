@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from disque.scan import OutOfQueue
+
 # ---------------------------------------------------------------------------
 # Nodes
 # ---------------------------------------------------------------------------
@@ -229,6 +231,9 @@ class ClusterSnapshot:
     # the queues whose rates were not zero; sparse, so a thousand idle queues cost nothing
     rate_history: tuple[Mapping[str, tuple[float, float]], ...] = ()
     error: str | None = None  # why the last cycle could not poll at all
+    # jobs queued on no node, by queue (disque.scan.out_of_queue), the largest first:
+    # scanned every OUT_OF_QUEUE_EVERY seconds, not every cycle
+    out_of_queue: tuple[OutOfQueue, ...] = ()
     _queue_index: dict[str, QueueSnapshot] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

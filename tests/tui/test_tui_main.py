@@ -4,6 +4,7 @@ nothing answers, before any screen is drawn."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -225,6 +226,18 @@ def test_once_prints_the_overview_as_plain_text(start_cluster) -> None:
     assert lines[0].startswith(f"disque-tui 127.0.0.1:{cluster[0].port} │ 3/3 nodes up │ ")
     assert "No problem: every node up, no queue stranded or stuck." in lines
     assert sum(line.startswith("  ") and "  up  " in line for line in lines) == 3
+
+    # Jobs delivered and not acknowledged are in no queue: QLEN misses them, this says so.
+    for i in range(2):
+        cluster[1].call("ADDJOB", "orders", f"o{i}", 0, "REPLICATE", 2, "RETRY", 600)
+    assert len(cluster[1].call("GETJOB", "COUNT", 2, "FROM", "orders")) == 2
+    taken = run_tui("-p", str(cluster[0].port), "--once", "--interval", "0.2")
+    assert taken.returncode == 0, taken.stderr  # a warning
+    assert re.search(
+        r"  WARN 2 jobs of queue orders in no queue, next re-queue in (9m5\d|10m0\d)s: "
+        "delivered and not acknowledged yet",
+        taken.stdout,
+    ), taken.stdout
 
     for i in range(5):
         cluster[2].call("ADDJOB", "stuck", f"job-{i}", 0, "REPLICATE", 1)
