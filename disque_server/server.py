@@ -597,8 +597,9 @@ class Server(NodeState):
         jobs' timers (Jobs.first_awake, those set since the last tick included)
         and the bus to do. A job a REPLJOB brings sets a timer, most often far
         off: it leaves the node quiet (it used to make each answered probe move
-        the slow tick to 1 / hz, on every replica of a busy cluster)."""
-        return not self.clients and not self.cluster.replications
+        the slow tick to 1 / hz, on every replica of a busy cluster). A leaving
+        node is not quiet: its tick hands its queued jobs over (federation)."""
+        return not self.clients and not self.cluster.replications and not self.cluster.leaving
 
     def cron(self) -> None:
         # This tick's timer has fired: a timer set during the tick must not start a

@@ -14,7 +14,8 @@ Beyond Disque, a NEEDJOBS is also demand (demand.py): until its sender's clients
 stop waiting, a job queued here with no client of this node waiting for it goes
 to that node at once (push_jobs), rather than waiting for its next NEEDJOBS (up
 to 30 s). A node of ours asks at once whenever clients start waiting on a queue,
-and takes the demand back with ENOUGHJOBS when they stop.
+and takes the demand back with ENOUGHJOBS when they stop. A leaving node gives
+its queued jobs away without being asked (hand_over).
 
 Every NEEDJOBS gets an answer: a node with nothing to give sends YOURJOBS
 with just the queue name. So a node knows when the refill it asked for
@@ -56,6 +57,7 @@ ADHOC_MIN_MS: Final = 25
 ADHOC_MAX_MS: Final = 2000
 MIN_REQUEST: Final = 5
 MAX_REQUEST: Final = 100
+HAND_OVER_BATCH: Final = 500  # jobs of one queue a leaving node gives away a tick
 REFILL_WAIT_MAX_MS: Final = 10
 
 
@@ -157,6 +159,38 @@ def push_jobs(cluster: Cluster, q: Queue) -> None:
         cluster.send(node, b"YOURJOBS", give_jobs(cluster, q, node, share))
 
 
+def hand_over(cluster: Cluster, now: int) -> None:
+    """A leaving node does not wait to be asked: each tick, up to HAND_OVER_BATCH
+    jobs of each of its queues go to the other nodes (YOURJOBS), to those whose
+    clients wait for the queue (demand) if any, else shared among every node
+    linked, up and not leaving. Consumers elsewhere get them even while their
+    own queues never empty (a steady flow, when nobody sends NEEDJOBS), and with
+    no consumer anywhere they wait on a node that stays. They stay this node's
+    until acknowledged (give_jobs), so the drain ends with their ACKs."""
+    others: list[ClusterNode] | None = None
+    for q in cluster.server.queues:
+        if not q.jobs or q.flags & PAUSED_OUT:
+            continue
+        targets = cluster.demand.targets(q.name, now, cluster.nodes, NOT_CANDIDATE)
+        if not targets:
+            if others is None:
+                others = [
+                    n
+                    for n in cluster.nodes.values()
+                    if n is not cluster.myself
+                    and n.link is not None
+                    and NOT_CANDIDATE.isdisjoint(n.flags)
+                ]
+            targets = others
+        if not targets:
+            return  # nowhere to go: the leave waits (the drain says so)
+        share = -(-min(len(q.jobs), HAND_OVER_BATCH) // len(targets))  # (rounded up)
+        for node in targets:
+            if not q.jobs:
+                break
+            cluster.send(node, b"YOURJOBS", give_jobs(cluster, q, node, share))
+
+
 def gives_jobs(q: Queue) -> bool:
     """Whether the queue has jobs for other nodes (a NEEDJOBS answer, a push): not
     when paused in output, nor while it imports jobs itself (a job does not
@@ -190,9 +224,12 @@ def give_jobs(cluster: Cluster, q: Queue, node: ClusterNode, count: int) -> list
 
 def cron(cluster: Cluster, now: int) -> None:
     """Keep asking for the queues with clients waiting (backoffs apply); take the
-    demand back for those no client has waited on for DEMAND_LINGER_MS."""
+    demand back for those no client has waited on for DEMAND_LINGER_MS; while
+    leaving, hand the queued jobs over."""
     if cluster.waiting:
         withdraw_demand(cluster, now)
+    if cluster.leaving and len(cluster.server.queues):
+        hand_over(cluster, now)
     if cluster.refills:
         for name, refill in list(cluster.refills.items()):
             if now > refill.deadline:

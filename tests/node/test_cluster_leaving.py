@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
 import pytest
 import redis
 
 from testkit.nodes import links_up, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def priority_of(observer, node) -> bytes:
@@ -91,3 +99,73 @@ def test_leaving_node_drains_to_zero(cluster3):
                 cl.execute_command("ACKJOB", jid)
     assert sorted(got) == sorted(ids)
     wait_for(lambda: c.info("jobs")["registered_jobs"] == 0, 15, message="leaving node drained")
+
+
+class Flow:
+    """Producers and polling consumers on the nodes that stay: they send no NEEDJOBS,
+    and a leave must not wait for one."""
+
+    def __init__(self, nodes, queue: str) -> None:
+        self.nodes, self.queue = nodes, queue
+        self.stop = threading.Event()
+        self.acked: set[bytes] = set()
+        self.threads = [
+            threading.Thread(target=self.produce, args=(n,), daemon=True) for n in nodes
+        ] + [threading.Thread(target=self.consume, args=(n,), daemon=True) for n in nodes]
+
+    def __enter__(self) -> Flow:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(10)
+
+    def produce(self, node) -> None:
+        with node.client() as c:
+            while not self.stop.is_set():
+                c.execute_command("ADDJOB", self.queue, "new", 0, "REPLICATE", 2, "RETRY", 60)
+                time.sleep(0.01)
+
+    def consume(self, node) -> None:
+        """A polling consumer (GETJOB NOHANG, a pause when empty): it never blocks,
+        so its node never asks the others for jobs."""
+        with node.client() as c:
+            while not self.stop.is_set():
+                jobs = c.execute_command("GETJOB", "NOHANG", "COUNT", 50, "FROM", self.queue)
+                for _, jid, _ in jobs or []:
+                    c.execute_command("ACKJOB", jid)
+                    self.acked.add(jid)
+                if not jobs:
+                    time.sleep(0.01)
+
+
+@pytest.mark.timeout(120)
+def test_a_leave_under_load_hands_2000_jobs_over_within_30s(start_cluster):
+    """The leaving node gives its queued jobs away each tick (federation.hand_over):
+    with producers and consumers busy on the other nodes, nobody asks for them."""
+    cluster = start_cluster(3)
+    a, b, leaving = cluster
+    with leaving.client() as c:
+        pipe = c.pipeline(transaction=False)
+        for i in range(2000):
+            pipe.execute_command("ADDJOB", "work", f"old {i}", 0, "REPLICATE", 2, "RETRY", 60)
+        held = set(pipe.execute())
+    assert leaving.call("QLEN", "work") == 2000
+    with Flow([a, b], "work") as flow:
+        time.sleep(1)  # the flow is steady
+        started = time.monotonic()
+        leave = subprocess.run(
+            [sys.executable, "-m", "disque_cli", "--cluster", "leave", f"127.0.0.1:{leaving.port}"]
+            + ["--yes", "--timeout", "60"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            cwd=ROOT,
+        )
+        took = time.monotonic() - started
+    assert leave.returncode == 0, leave.stdout + leave.stderr
+    assert took < 30, f"the leave took {took:.1f} s"
+    assert held <= flow.acked  # every job it held was delivered and acknowledged
