@@ -252,6 +252,7 @@ VERB_RUNNERS: dict[str, Callable[[Config, ClusterVerb], int]] = {
     "add-node": _verb("cluster_nodes", "cluster_add_node"),
     "del-node": _verb("cluster_nodes", "cluster_del_node"),
     "set-timeout": _verb("cluster_nodes", "cluster_set_timeout"),
+    "restart": _verb("cluster_restart", "cluster_restart"),
 }
 
 CLUSTER_HELP_NOTES = """For check, info and call, host:port is any node of the cluster (or -h/-p).

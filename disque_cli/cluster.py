@@ -338,6 +338,7 @@ class VerbArgs:
     shutdown: bool = False
     timeout: float | None = None
     mode: Mode = Mode.STANDARD
+    start: str | None = None  # restart: the shell command that starts the node
 
     @property
     def password(self) -> str | None:
@@ -352,7 +353,12 @@ class VerbArgs:
         return Member(host, port, self.password, timeout, tls=self.tls)
 
 
-TRAILING_FIELDS = {"--yes": "yes", "--shutdown": "shutdown", "--timeout": "timeout"}
+TRAILING_FIELDS = {
+    "--yes": "yes",
+    "--shutdown": "shutdown",
+    "--timeout": "timeout",
+    "--start": "start",
+}
 TRAILING_MODES = {flag: Mode(value) for flag, value in OUTPUT_FLAGS.items()}
 
 
@@ -393,6 +399,11 @@ def verb_args(config: Config, args: Sequence[bytes], verb: ClusterVerb) -> VerbA
             if i + 1 == len(words):
                 raise VerbError(f"{word} needs a number of seconds")
             parsed.timeout = seconds(words[i + 1])
+            i += 1
+        elif accepted.get(word) == "start":
+            if i + 1 == len(words):
+                raise VerbError(f"{word} needs a command (quoted: one word)")
+            parsed.start = words[i + 1]
             i += 1
         elif word in accepted:
             setattr(parsed, accepted[word], True)
@@ -457,6 +468,37 @@ def foreign_members(member: Member, known: set[str | None]) -> int:
         for entry in member.view
         if not entry.myself and not entry.handshake and entry.id not in known
     )
+
+
+def accepting(member: Member) -> bool:
+    """Whether the node's port accepts a connection (a node shutting down stops)."""
+    try:
+        socket.create_connection((member.host, member.port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def queue_lengths(member: Member) -> dict[str, int]:
+    """Queue name -> QLEN on the node, for queues with jobs (best effort: the
+    first 1000 queues QSCAN gives; {} when the node does not answer)."""
+    queued: dict[str, int] = {}
+    try:
+        cursor: Any = b"0"
+        for _ in range(10):
+            reply = member.call("QSCAN", cursor, "COUNT", 100)
+            if not isinstance(reply, list) or len(reply) != 2:
+                break
+            cursor, names = reply
+            for name in names or []:
+                length = member.call("QLEN", name)
+                if isinstance(length, int) and length > 0:
+                    queued[bytes(name).decode(errors="replace")] = length
+            if cursor in (b"0", 0):
+                break
+    except NodeDown:
+        pass
+    return queued
 
 
 # ---- output -----------------------------------------------------------------------

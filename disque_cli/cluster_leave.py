@@ -21,14 +21,13 @@ in leaving state, ready for another run or for `CLUSTER LEAVING no`.
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from disque.protocol import flat_info
+from disque.protocol import flat_info, server_kind
 from disque_cli.cluster import (
     CLOSED,
     ID_PREFIX,
@@ -39,9 +38,11 @@ from disque_cli.cluster import (
     VerbArgs,
     VerbError,
     ViewEntry,
+    accepting,
     discover,
     parse_nodes,
     plural,
+    queue_lengths,
     seed_address,
 )
 from disque_cli.render import Mode
@@ -177,9 +178,10 @@ class Leave:
             "   there are replicated on other nodes only, GETJOB that would block gets a",
             "   -LEAVING error, and HELLO shows it with priority 100 so that clients pick",
             "   other nodes.",
-            "2. Wait until it holds no job (INFO registered_jobs: 0). Its queued jobs move",
-            "   only when consumers connected to OTHER nodes ask for jobs of those queues,",
-            "   and its other jobs go away when acknowledged: keep consumers running.",
+            "2. Wait until it holds no job (INFO registered_jobs: 0). A node of ours hands",
+            "   its queued jobs to the other nodes at once; a C Disque node gives them only",
+            "   when consumers connected to OTHER nodes ask for jobs of those queues. Each",
+            "   job goes away once acknowledged: keep consumers running on the others.",
             f"3. CLUSTER FORGET {target.id[:ID_PREFIX] if target.id else '?'}... on every "
             "other node; then CLUSTER RESET SOFT on it, so that it does not rejoin.",
         ]
@@ -421,10 +423,13 @@ class Leave:
         return dict(zip(reply[::2], reply[1::2], strict=False)).get(b"state") == b"acked"
 
     def stall_message(self, remaining: int, stalled: float) -> str:
-        queued = self.queued_jobs()
-        text = (
-            f"No job has left {self.target.label} for {stalled:.0f}s. Jobs leave a leaving "
-            "node only when consumers connected to other nodes ask for them (GETJOB)."
+        queued = queue_lengths(self.target)
+        text = f"No job has left {self.target.label} for {stalled:.0f}s. " + (
+            "It hands its queued jobs to the other nodes; a job it holds goes once "
+            "acknowledged, so keep consumers running on the other nodes."
+            if server_kind(self.target.info) == "python"
+            else "Jobs leave a leaving C Disque node only when consumers connected to "
+            "other nodes ask for them (GETJOB)."
         )
         total = sum(queued.values())
         if queued:
@@ -473,26 +478,6 @@ class Leave:
         if scan.partial:
             text += f" (Not every job was read on {', '.join(scan.partial)}.)"
         return text
-
-    def queued_jobs(self) -> dict[str, int]:
-        """Queue name -> QLEN on the leaving node (best effort, first 1000 queues)."""
-        queued: dict[str, int] = {}
-        try:
-            cursor = b"0"
-            for _ in range(10):
-                reply = self.target.call("QSCAN", cursor, "COUNT", 100)
-                if not isinstance(reply, list) or len(reply) != 2:
-                    break
-                cursor, names = reply
-                for name in names or []:
-                    length = self.target.call("QLEN", name)
-                    if isinstance(length, int) and length > 0:
-                        queued[bytes(name).decode(errors="replace")] = length
-                if cursor in (b"0", 0):
-                    break
-        except NodeDown:
-            pass
-        return queued
 
     # ---- step 3 ----
     def forget(self) -> None:
@@ -584,9 +569,9 @@ class Leave:
             out.error(f"{target.name}: SHUTDOWN: {text}")
             return
         deadline = time.monotonic() + SHUTDOWN_WAIT
-        while _accepting(target) and time.monotonic() < deadline:
+        while accepting(target) and time.monotonic() < deadline:
             time.sleep(POLL)
-        if _accepting(target):
+        if accepting(target):
             self.mine.fail("still accepting connections after SHUTDOWN")
             out.error(
                 f"{target.label} still accepts connections {SHUTDOWN_WAIT:g}s after SHUTDOWN."
@@ -790,11 +775,3 @@ def _duration(seconds: float) -> str:
 
 def _view(member: Member) -> list[ViewEntry]:
     return parse_nodes(member.text("CLUSTER", "NODES"))
-
-
-def _accepting(member: Member) -> bool:
-    try:
-        socket.create_connection((member.host, member.port), timeout=1).close()
-    except OSError:
-        return False
-    return True

@@ -303,6 +303,23 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
         "node's config file (CONFIG REWRITE).",
     ),
     ClusterVerb(
+        "restart",
+        "host:port",
+        "Restart or upgrade one node safely",
+        "Restart the node at host:port and wait until the cluster sees it again: check "
+        "that every other node is up and that its jobs survive (appendonly), SHUTDOWN "
+        "(REWRITE-AOF for C Disque), start it with --start's command (the new version's, "
+        "for an upgrade) or wait for its supervisor, then wait for its own ID to answer, "
+        "every node to link to it and its queued jobs to be queued again.",
+        (
+            VerbOption(
+                "--start", "Shell command that starts the node (one quoted word).", "command"
+            ),
+            _yes("Go on without asking, and despite a failed check."),
+            _timeout("for the node to answer again and be seen (default 60)"),
+        ),
+    ),
+    ClusterVerb(
         "check",
         "host:port",
         "Check the health of the cluster",

@@ -62,6 +62,10 @@ VERB_NOTES = {
     "del-node": "For a node that is gone for good: its jobs with copies elsewhere are "
     "queued again there after their RETRY. Exit status 1 when the ID names no node or "
     "several, when the node is up (use leave), or when a node could not forget it.",
+    "restart": "Exit status 1 when a check fails (without --yes), the node does not stop, "
+    "does not answer again with its own ID in time, or the cluster does not see it; 0 "
+    "with a warning when some of its queued jobs wait for their RETRY (a C Disque node "
+    "without aof-enqueue-jobs-once).",
     "set-timeout": "A node started without a config file keeps the value until it "
     "restarts (a warning). Exit status 1 when a node cannot be reached or refuses it.",
     "check": "Exit status 1 when any finding is an error ([ERR]); warnings ([WARN]) do "
@@ -81,10 +85,11 @@ LEAVE_STEPS = (
     "only, GETJOB that would block answers -LEAVING, and HELLO lists the node with "
     "priority 100 so that clients go elsewhere.",
     "Wait until INFO registered_jobs is 0, with a progress bar (jobs moved, rate, ETA) on "
-    "a terminal and a line per change in a pipe. Queued jobs leave the node only when "
-    "consumers connected to other nodes ask for jobs of those queues; its other jobs go "
-    "when they are acknowledged. After 5 seconds without progress the queues still "
-    "holding jobs are listed.",
+    "a terminal and a line per change in a pipe. A node of ours hands its queued jobs "
+    "to the other nodes at once (a C Disque node only when consumers connected to other "
+    "nodes ask for jobs of those queues); each job goes once acknowledged. After 5 "
+    "seconds without progress the queues still holding jobs are listed, with what their "
+    "jobs wait for.",
     "CLUSTER FORGET on every other node, those that joined meanwhile included; a node "
     "that cannot be reached is named, to be told later. Then CLUSTER RESET SOFT on the "
     "node, once every other node forgot it: it forgets its peers, so that started again "

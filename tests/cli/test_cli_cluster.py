@@ -673,12 +673,12 @@ def test_leave_without_consumers_explains_and_stops_at_the_timeout(start_cluster
     assert result.returncode == 1
     text = " ".join(result.out.split())  # (the note wraps)
     assert (
-        f"No job has left {addr(leaving)} for 5s. Jobs leave a leaving node only when "
-        "consumers connected to other nodes ask for them"
+        f"No job has left {addr(leaving)} for 5s. It hands its queued jobs to the other "
+        "nodes; a job it holds goes once acknowledged"
     ) in text
-    assert "Queued here: idle-queue (3)." in text
     assert re.search(r"Queued on no node: taken \(2, next re-queue in (9m|10m) [0-9]+s\)", text)
-    assert "more are copies" not in text
+    assert "3 more are copies of jobs queued on other nodes" in text  # handed over
+    assert cluster[0].call("QLEN", "idle-queue") == 3
     assert f"[ERR] 5 jobs still on {addr(leaving)} after 6s." in result.out
     # Not forgotten, still leaving, jobs still there: ready for another run.
     assert node_id(leaving) in known_ids(cluster[0])

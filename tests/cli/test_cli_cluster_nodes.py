@@ -3,15 +3,20 @@ and add-node refusing to merge two clusters unless confirmed (redis-cli 7's)."""
 
 from __future__ import annotations
 
+import contextlib
+import shlex
 import sys
+from pathlib import Path
 
 import pexpect
 import pytest
+import redis
 from clihelpers import CliResult
 
 from testkit.nodes import ClusterOfNodes, wait_for
 
-pytestmark = pytest.mark.timeout(60)
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.timeout(90)
 
 
 def addr(node) -> str:
@@ -119,3 +124,37 @@ def test_set_timeout_sets_and_saves_it_on_every_node(tmp_path, start_node, run_c
         assert "cluster-node-timeout 4321" in (tmp_path / f"n{i}.conf").read_text()
     bad = run_cli("--cluster", "set-timeout", addr(nodes[0]), "soon")
     assert bad.returncode == 1 and "Usage: disque --cluster set-timeout" in bad.err
+
+
+def test_restart_brings_a_node_back_with_its_queues(start_cluster, run_cli) -> None:
+    cluster = start_cluster(3, config={"appendonly": "yes"})
+    node = cluster[0]
+    for i in range(50):
+        node.call("ADDJOB", "work", f"job {i}", 0, "REPLICATE", 2, "RETRY", 300)
+    old_id = node_id(node)
+    start = " ".join(
+        [f"PYTHONPATH={shlex.quote(str(ROOT))}", *map(shlex.quote, node.command_line())]
+    )
+    try:
+        result = run_cli("--cluster", "restart", addr(node), "--start", start, "--yes", timeout=60)
+        no_traceback(result)
+        assert result.returncode == 0, result.out + result.err
+        assert f"[OK] {addr(node)} stopped (SHUTDOWN)." in result.out
+        assert "answers again, with its own ID" in result.out
+        assert "[OK] All 3 nodes see each other again." in result.out
+        assert f"[OK] {addr(node)} restarted: 50 jobs queued (50 before)." in result.out
+        assert node_id(node) == old_id and node.call("QLEN", "work") == 50
+    finally:
+        with contextlib.suppress(redis.RedisError):
+            node.call("SHUTDOWN")  # (started by the verb: not the fixture's process)
+
+
+def test_restart_refuses_to_lose_jobs_without_an_aof(start_cluster, run_cli) -> None:
+    cluster = start_cluster(2)
+    cluster[0].call("ADDJOB", "work", "x", 0, "REPLICATE", 1)
+    result = run_cli("--cluster", "restart", addr(cluster[0]))
+    no_traceback(result)
+    assert result.returncode == 1
+    assert "has appendonly no: the 1 job it holds would come back only from" in result.out
+    assert "Nothing was changed" in result.out
+    assert cluster[0].call("PING")  # still up
