@@ -6,7 +6,7 @@ _disque() {
     local prev=${COMP_WORDS[COMP_CWORD-1]}
     local i=1 command="" sub="" position=0 words="" verb=""
     case "$prev" in
-        --cluster) COMPREPLY=($(compgen -W "create add-node del-node set-timeout restart check info call leave help" -- "${cur,,}")); return ;;
+        --cluster) COMPREPLY=($(compgen -W "create check info call add-node del-node leave restart set-timeout help" -- "${cur,,}")); return ;;
         -h) COMPREPLY=($(compgen -A hostname -- "$cur")); return ;;
         -h|-p|-s|-a|-u|--cacert|--cert|--key|-r|-i|-d|-D|--pipe-timeout|--cluster|--timeout) COMPREPLY=(); return ;;
     esac
@@ -24,13 +24,13 @@ _disque() {
     # a command. bash may have split host:port at ':' (COMP_WORDBREAKS).
     case "${verb,,}" in
         create) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
-        add-node) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
-        del-node) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --raw --no-raw --csv --json" -- "$cur")); return ;;
-        set-timeout) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--raw --no-raw --csv --json" -- "$cur")); return ;;
-        restart) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--start --yes --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
         check) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
         info) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        add-node) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        del-node) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --raw --no-raw --csv --json" -- "$cur")); return ;;
         leave) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --shutdown --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        restart) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--start --yes --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
+        set-timeout) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--raw --no-raw --csv --json" -- "$cur")); return ;;
         call) if [[ "$command" == *:* || "${COMP_WORDS[i+1]}" == :* ]]; then
                 while [[ "${COMP_WORDS[i+1]}" == :* || "${COMP_WORDS[i]}" == *: ]]; do
                     (( i += 1 ))

@@ -248,11 +248,11 @@ VERB_RUNNERS: dict[str, Callable[[Config, ClusterVerb], int]] = {
     "check": _verb("cluster_verbs", "cluster_check"),
     "info": _verb("cluster_verbs", "cluster_info"),
     "call": _verb("cluster_verbs", "cluster_call"),
-    "leave": _verb("cluster_leave", "cluster_leave"),
     "add-node": _verb("cluster_nodes", "cluster_add_node"),
     "del-node": _verb("cluster_nodes", "cluster_del_node"),
-    "set-timeout": _verb("cluster_nodes", "cluster_set_timeout"),
+    "leave": _verb("cluster_leave", "cluster_leave"),
     "restart": _verb("cluster_restart", "cluster_restart"),
+    "set-timeout": _verb("cluster_nodes", "cluster_set_timeout"),
 }
 
 CLUSTER_HELP_NOTES = """For check, info and call, host:port is any node of the cluster (or -h/-p).

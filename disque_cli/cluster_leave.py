@@ -86,7 +86,11 @@ def cluster_leave(parsed: VerbArgs) -> int:
     target = parsed.member(host, port)
     if not target.refresh():
         out.error(f"{target.label}: {target.error}")
-        out.line("Nothing was changed.")
+        out.line(
+            "Nothing was changed. A node that is gone for good is forgotten with "
+            "`disque --cluster del-node HOST:PORT NODE_ID` (any node up; its ID, or the "
+            "first characters of it, as --cluster check shows it)."
+        )
         return 1
     members = discover(target)
     try:

@@ -275,51 +275,6 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
         ),
     ),
     ClusterVerb(
-        "add-node",
-        "new_host:new_port existing_host:existing_port",
-        "Add a node to a cluster",
-        "Add the node at new_host:new_port to the cluster of existing_host:existing_port "
-        "(CLUSTER MEET, then wait for the full mesh). A new node that belongs to "
-        "another cluster would merge the two: done only when confirmed.",
-        (
-            _yes("Merge without asking (required without a terminal)."),
-            _timeout("to wait for the full mesh (default 30)"),
-        ),
-    ),
-    ClusterVerb(
-        "del-node",
-        "host:port node_id",
-        "Forget a dead node everywhere",
-        "Forget a node that is down on every reachable node (CLUSTER FORGET), by its "
-        "full ID or a unique prefix (the 8 characters the tables show). A node that is "
-        "up is refused: `leave` moves its jobs first.",
-        (_yes("Do not ask for confirmation (required without a terminal)."),),
-    ),
-    ClusterVerb(
-        "set-timeout",
-        "host:port milliseconds",
-        "Set cluster-node-timeout on every node",
-        "Set cluster-node-timeout on every node (CONFIG SET), and save it in each "
-        "node's config file (CONFIG REWRITE).",
-    ),
-    ClusterVerb(
-        "restart",
-        "host:port",
-        "Restart or upgrade one node safely",
-        "Restart the node at host:port and wait until the cluster sees it again: check "
-        "that every other node is up and that its jobs survive (appendonly), SHUTDOWN "
-        "(REWRITE-AOF for C Disque), start it with --start's command (the new version's, "
-        "for an upgrade) or wait for its supervisor, then wait for its own ID to answer, "
-        "every node to link to it and its queued jobs to be queued again.",
-        (
-            VerbOption(
-                "--start", "Shell command that starts the node (one quoted word).", "command"
-            ),
-            _yes("Go on without asking, and despite a failed check."),
-            _timeout("for the node to answer again and be seen (default 60)"),
-        ),
-    ),
-    ClusterVerb(
         "check",
         "host:port",
         "Check the health of the cluster",
@@ -349,6 +304,27 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
         trailing=False,
     ),
     ClusterVerb(
+        "add-node",
+        "new_host:new_port existing_host:existing_port",
+        "Add a node to a cluster",
+        "Add the node at new_host:new_port to the cluster of existing_host:existing_port "
+        "(CLUSTER MEET, then wait for the full mesh). A new node that belongs to "
+        "another cluster would merge the two: done only when confirmed.",
+        (
+            _yes("Merge without asking (required without a terminal)."),
+            _timeout("to wait for the full mesh (default 30)"),
+        ),
+    ),
+    ClusterVerb(
+        "del-node",
+        "host:port node_id",
+        "Forget a dead node everywhere",
+        "Forget a node that is down on every reachable node (CLUSTER FORGET), by its "
+        "full ID or a unique prefix (the 8 characters the tables show). A node that is "
+        "up is refused: `leave` moves its jobs first.",
+        (_yes("Do not ask for confirmation (required without a terminal)."),),
+    ),
+    ClusterVerb(
         "leave",
         "host:port",
         "Remove a node without losing jobs",
@@ -362,6 +338,30 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
                 "before forgetting it"
             ),
         ),
+    ),
+    ClusterVerb(
+        "restart",
+        "host:port",
+        "Restart or upgrade one node safely",
+        "Restart the node at host:port and wait until the cluster sees it again: check "
+        "that every other node is up and that its jobs survive (appendonly), SHUTDOWN "
+        "(REWRITE-AOF for C Disque), start it with --start's command (the new version's, "
+        "for an upgrade) or wait for its supervisor, then wait for its own ID to answer, "
+        "every node to link to it and its queued jobs to be queued again.",
+        (
+            VerbOption(
+                "--start", "Shell command that starts the node (one quoted word).", "command"
+            ),
+            _yes("Go on without asking, and despite a failed check."),
+            _timeout("for the node to answer again and be seen (default 60)"),
+        ),
+    ),
+    ClusterVerb(
+        "set-timeout",
+        "host:port milliseconds",
+        "Set cluster-node-timeout on every node",
+        "Set cluster-node-timeout on every node (CONFIG SET), and save it in each "
+        "node's config file (CONFIG REWRITE).",
     ),
 )
 

@@ -25,6 +25,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, TabbedContent, TabPane
 
 from disque_tui.confirm import ConfirmScreen
+from disque_tui.events import EventLog
+from disque_tui.events_view import EventsView
 from disque_tui.help_screen import HelpScreen
 from disque_tui.incident import summary
 from disque_tui.incident_view import IncidentView
@@ -82,6 +84,7 @@ class DisqueTUI(App):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("1", "show_tab('overview')", "Overview"),
         Binding("2", "show_tab('queues')", "Queues"),
+        Binding("3", "show_tab('events')", "Events"),
         Binding("r", "refresh", "Refresh"),
         Binding("l", "toggle_leaving", "Leaving"),
         Binding("p", "pause_queue", "Pause"),
@@ -105,6 +108,7 @@ class DisqueTUI(App):
         self._latest: ClusterSnapshot | None = None
         self._latest_lock = threading.Lock()
         self.snapshots_seen = 0
+        self.events = EventLog()  # fed every snapshot, on screen or not
         self._exit_requested = False
 
     # ---- layout ------------------------------------------------------------------
@@ -115,6 +119,8 @@ class DisqueTUI(App):
                 yield IncidentView(id="incident-view")
             with TabPane("Queues [2]", id="queues"):
                 yield QueuesView(id="queues-view")
+            with TabPane("Events [3]", id="events"):
+                yield EventsView(id="events-view")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -174,6 +180,7 @@ class DisqueTUI(App):
         """Redraw what is on screen from `snapshot` (hidden panels wait for their tab)."""
         self.snapshot = snapshot
         self.snapshots_seen += 1
+        self.events.feed(snapshot)
         # fixed-size line: no need to lay the screen out again
         self.main_screen.query_one("#status", Label).update(
             status_line(snapshot, self.seed), layout=False
@@ -189,12 +196,16 @@ class DisqueTUI(App):
             return
         if self.active_tab == "queues":
             self.queues_view.show(self.snapshot)
+        elif self.active_tab == "events":
+            self.main_screen.query_one(EventsView).show(self.events)
         else:
             self.incident_view.show(self.snapshot)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self._render_active()
-        table = "#queues-table" if self.active_tab == "queues" else "#nodes-table"
+        table = {"queues": "#queues-table", "events": "#events-table"}.get(
+            self.active_tab, "#nodes-table"
+        )
         self.main_screen.query_one(table).focus()
         self.refresh_bindings()
 

@@ -85,3 +85,7 @@ def _escape(ch: str) -> str:
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# What the server column's kinds (disque.protocol.server_kind) are called in full.
+SERVER_NAMES = {"C": "C Disque", "python": "disque-py"}

@@ -14,7 +14,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "Everywhere",
         [
-            ("1 / 2", "overview / all the queues"),
+            ("1 / 2 / 3", "overview / all the queues / events timeline"),
             ("tab", "next widget (nodes, queues that matter, ...)"),
             ("r", "poll now"),
             ("ctrl+p", "command palette (Screenshot saves an SVG)"),

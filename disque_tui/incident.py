@@ -46,7 +46,13 @@ def node_problems(node: NodeSnapshot) -> list[Problem]:
     if node.status == "down":
         why = f": {node.error}" if node.error else ""
         seen = f" ({flags})" if flags else ""
-        return [Problem("error", f"{name} {node_state(node)}{seen}{why}")]
+        held = ""
+        if node.copies_elsewhere:
+            held = (
+                f"; it holds {node.copies_elsewhere} jobs copied on the nodes up (queued "
+                "again there after their RETRY)"
+            )
+        return [Problem("error", f"{name} {node_state(node)}{seen}{why}{held}")]
     found = []
     if node.status == "slow":
         found.append(

@@ -107,6 +107,8 @@ def node_detail(node: NodeSnapshot) -> Text:
     out.append(f"  {node.address}")
     if node.version:
         out.append(f"  disque {node.version}", style="dim")
+    if node.server:
+        out.append(f" · {fmt.SERVER_NAMES.get(node.server, node.server)}", style="dim")
     out.append("\n")
     if node.status == "up":
         out.append("up", style="bold green")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import threading
 import time
 from collections import deque
@@ -28,7 +29,7 @@ from typing import Any
 import redis.asyncio as aredis
 from redis.exceptions import RedisError
 
-from disque.protocol import server_kind
+from disque.protocol import server_kind, text
 from disque.scan import OutOfQueue, out_of_queue
 from disque.tls import TLS, handshake_failure
 from disque_tui import queries
@@ -313,7 +314,13 @@ class Poller:
     def build_snapshot(self, now: float, poll_ms: float = 0.0) -> ClusterSnapshot:
         ordered = sorted(self.nodes.values(), key=lambda n: (n.host, n.port, n.order))
         reporters = [n for n in ordered if n.up]
-        nodes = tuple(self._node_snapshot(n, reporters, now) for n in ordered)
+        copies = self._copies_of_down_nodes(ordered, reporters)
+        nodes = tuple(
+            dataclasses.replace(snap, copies_elsewhere=copies[snap.id])
+            if snap.id in copies
+            else snap
+            for snap in (self._node_snapshot(n, reporters, now) for n in ordered)
+        )
         queues = self._merge_queues(ordered, now)
         return ClusterSnapshot(
             taken_at=time.time(),
@@ -325,6 +332,25 @@ class Poller:
             rate_history=tuple(self.rate_history),
             out_of_queue=self._out_of_queue(reporters),
         )
+
+    def _copies_of_down_nodes(
+        self, ordered: list[NodeState], reporters: list[NodeState]
+    ) -> dict[str, int]:
+        """Node down -> how many jobs the nodes up hold active copies of that list it
+        among their owners (their last scans): jobs it holds too."""
+        down = {n.id for n in ordered if not n.up}
+        if not down or any(n.out_of_queue is None for n in reporters):
+            return {}
+        seen: dict[str, set[str]] = {node_id: set() for node_id in down}
+        for node in reporters:
+            assert node.out_of_queue is not None
+            for shown in node.out_of_queue[1]:
+                owners = shown.get("nodes-delivered")
+                for owner in owners if isinstance(owners, list) else ():
+                    holder = seen.get(text(owner))
+                    if holder is not None:
+                        holder.add(text(shown.get("id")))
+        return {node_id: len(ids) for node_id, ids in seen.items()}
 
     def _out_of_queue(self, reporters: list[NodeState]) -> tuple[OutOfQueue, ...]:
         """Jobs queued on none of the nodes up, from their last scans (none while a

@@ -59,6 +59,9 @@ class NodeSnapshot:
     jobs_history: tuple[int, ...] = ()
     ops_history: tuple[int, ...] = ()
     drain: Drain | None = None
+    # Down: the jobs it holds that the nodes up hold copies of (their nodes-delivered
+    # name it), from their last JSCAN: what it strands, even if never seen up.
+    copies_elsewhere: int | None = None
 
     @property
     def address(self) -> str:

@@ -93,6 +93,8 @@ def test_del_node_forgets_a_dead_node_by_its_short_id(start_cluster, run_cli) ->
     up = run_cli("--cluster", "del-node", addr(cluster[0]), dead_id[:8], "--yes")
     assert up.returncode == 1 and f"--cluster leave {addr(dead)}" in up.out, up.out
     dead.kill()
+    leave = run_cli("--cluster", "leave", addr(dead), "--yes")
+    assert leave.returncode == 1 and "`disque --cluster del-node HOST:PORT NODE_ID`" in leave.out
     asked = run_cli("--cluster", "del-node", addr(cluster[0]), dead_id[:8])
     assert asked.returncode == 1 and "Give --yes" in asked.out + asked.err
     assert dead_id in known_ids(cluster[1])

@@ -61,7 +61,18 @@ def test_bash_completion() -> None:
     assert bash_complete("disque", "-p", "") == []
 
 
-VERBS = ["create", "check", "info", "call", "leave", "help"]
+VERBS = [
+    "create",
+    "check",
+    "info",
+    "call",
+    "add-node",
+    "del-node",
+    "leave",
+    "restart",
+    "set-timeout",
+    "help",
+]
 OUTPUTS = ["--raw", "--no-raw", "--csv", "--json"]
 
 
@@ -76,6 +87,7 @@ def test_bash_completes_the_cluster_manager() -> None:
     ]
     assert bash_complete("disque", "--cluster", "leave", "10.0.0.3:7711", "--s") == ["--shutdown"]
     assert bash_complete("disque", "--cluster", "create", "a:1", "b:2", "--") == [
+        "--yes",
         "--timeout",
         *OUTPUTS,
     ]

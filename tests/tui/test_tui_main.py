@@ -241,6 +241,8 @@ def test_once_prints_the_overview_as_plain_text(start_cluster) -> None:
 
     for i in range(5):
         cluster[2].call("ADDJOB", "stuck", f"job-{i}", 0, "REPLICATE", 1)
+    for i in range(3):  # queued there, copied on the two others
+        cluster[2].call("ADDJOB", "copied", f"job-{i}", 0, "REPLICATE", 3)
     dead_id = cluster[2].call("CLUSTER", "MYID").decode()
     cluster[2].kill()
     # Without a terminal (stdout a pipe) and without --once: the same, never escape codes.
@@ -248,6 +250,11 @@ def test_once_prints_the_overview_as_plain_text(start_cluster) -> None:
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert "\x1b" not in failing.stdout
     assert f"  ERR  node {dead_id[:8]} 127.0.0.1:{cluster[2].port} DOWN" in failing.stdout
+    # Down from the start, it is counted from the copies the nodes up hold.
+    held = re.search(
+        r"DOWN never seen.*; it holds (\d+) jobs copied on the nodes up", failing.stdout
+    )
+    assert held and int(held.group(1)) >= 3, failing.stdout
     assert "│ 2/3 nodes up │" in failing.stdout.splitlines()[0]
 
 
