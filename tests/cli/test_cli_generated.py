@@ -171,8 +171,9 @@ def test_zsh_completes_the_cluster_manager(tmp_path: Path) -> None:
         zsh_listing(
             child,
             "disque --cluster ",
-            "create  -- Join nodes into a cluster",
-            "leave   -- Remove a node without losing jobs",
+            "create       -- Join nodes into a cluster",
+            "del-node     -- Forget a dead node everywhere",
+            "leave        -- Remove a node without losing jobs",
         )
         zsh_listing(
             child,
