@@ -30,10 +30,11 @@ from disque_tui.events_view import EventsView
 from disque_tui.help_screen import HelpScreen
 from disque_tui.incident import summary
 from disque_tui.incident_view import IncidentView
+from disque_tui.node_detail import NodeDetailScreen
 from disque_tui.nodes_view import NodesView
 from disque_tui.queue_detail import QueueDetailScreen
 from disque_tui.queues_view import QueuesView
-from disque_tui.snapshot import ClusterSnapshot, JobShow, QueuePeek
+from disque_tui.snapshot import ClusterSnapshot, JobShow, NodeViews, QueuePeek
 
 
 class SnapshotSource(Protocol):
@@ -44,6 +45,7 @@ class SnapshotSource(Protocol):
     def refresh_now(self) -> None: ...
     async def qpeek(self, queue: str, count: int = 5) -> tuple[QueuePeek, ...]: ...
     async def show(self, job_id: str) -> tuple[JobShow, ...]: ...
+    async def node_views(self, node_id: str) -> NodeViews: ...
     async def pause(self, queue: str, state: str, bcast: bool = True) -> str: ...
     async def set_leaving(self, node_id: str, leaving: bool) -> str: ...
 
@@ -254,6 +256,9 @@ class DisqueTUI(App):
 
     def open_queue(self, name: str) -> None:
         self.push_screen(QueueDetailScreen(name))
+
+    def on_nodes_view_open_node(self, message: NodesView.OpenNode) -> None:
+        self.push_screen(NodeDetailScreen(message.node_id, message.address))
 
     def action_pause_queue(self) -> None:
         queue = (

@@ -26,6 +26,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         "Overview",
         [
             ("↑ ↓", "select a node (its details below the table)"),
+            ("enter", "on a node: its clients, slow log, latency and config"),
             ("l", "mark the node leaving / not leaving (CLUSTER LEAVING)"),
             ("enter", "in the queues that matter: open the queue"),
             ("p", "in the queues that matter: pause or resume the queue"),
@@ -41,7 +42,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ],
     ),
     (
-        "Queue and job details",
+        "Node, queue and job details",
         [
             ("enter", "show the job under the cursor (SHOW)"),
             ("r", "fetch again"),

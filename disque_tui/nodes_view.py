@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import Static
 
 from disque_tui import format as fmt
@@ -163,8 +164,19 @@ class NodesView(Vertical):
     def on_mount(self) -> None:
         self.query_one(SnapshotTable).set_columns(COLUMNS)
 
+    class OpenNode(Message):
+        """Enter on a node: its clients, slow log, latency and config."""
+
+        def __init__(self, node_id: str, address: str) -> None:
+            super().__init__()
+            self.node_id = node_id
+            self.address = address
+
     def on_snapshot_table_row_selected(self, event: SnapshotTable.RowSelected) -> None:
         event.stop()
+        node = self.selected_node()
+        if node is not None:
+            self.post_message(self.OpenNode(node.id, node.address))
 
     @property
     def table(self) -> SnapshotTable:

@@ -38,6 +38,7 @@ from disque_tui.snapshot import (
     ClusterSnapshot,
     JobShow,
     NodeSnapshot,
+    NodeViews,
     PeekedJob,
     QueueOnNode,
     QueuePeek,
@@ -505,6 +506,19 @@ class Poller:
 
         return tuple(await asyncio.gather(*(one(n) for n in self._up_nodes())))
 
+    async def node_views(self, node_id: str) -> NodeViews:
+        """Clients, slow log, latency and config of one node (its detail screen)."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return NodeViews(node_id, "?", error="not a member any more")
+        address = f"{node.host}:{node.port}"
+        try:
+            async with asyncio.timeout(self.timeout):
+                clients, slow, latency, config = await queries.node_views(self._client(node))
+        except (RedisError, OSError, TimeoutError) as exc:
+            return NodeViews(node_id, address, error=describe_error(exc))
+        return NodeViews(node_id, address, clients, slow, latency, config)
+
     async def show(self, job_id: str) -> tuple[JobShow, ...]:
         """SHOW of a job on every reachable node."""
 
@@ -603,6 +617,9 @@ class PollerThread:
 
     async def show(self, job_id: str) -> tuple[JobShow, ...]:
         return await self._call(self.poller.show(job_id))
+
+    async def node_views(self, node_id: str) -> NodeViews:
+        return await self._call(self.poller.node_views(node_id))
 
     async def pause(self, queue: str, state: str, bcast: bool = True) -> str:
         return await self._call(self.poller.pause(queue, state, bcast))

@@ -317,6 +317,63 @@ async def show(client: aredis.Redis, job_id: str) -> dict[str, Any] | None:
     return parse_show(await client.execute_command("SHOW", job_id))
 
 
+def parse_client_list(reply: Any) -> tuple[dict[str, str], ...]:
+    """CLIENT LIST: one `key=value ...` line a client."""
+    return tuple(
+        dict(field.partition("=")[::2] for field in line.split())
+        for line in text(reply).splitlines()
+        if line.strip()
+    )
+
+
+def parse_slowlog(reply: Any) -> tuple[tuple[int, int, int, str], ...]:
+    """SLOWLOG GET: [id, unix time, µs, [arg, ...]] entries, newest first."""
+    entries = []
+    for entry in reply or []:
+        if isinstance(entry, list) and len(entry) >= 4 and isinstance(entry[3], list):
+            command = " ".join(text(arg) for arg in entry[3])
+            entries.append((integer(entry[0]), integer(entry[1]), integer(entry[2]), command))
+    return tuple(entries)
+
+
+def parse_latency(reply: Any) -> tuple[tuple[str, int, int, int], ...]:
+    """LATENCY LATEST: [event, unix time, last ms, max ms] a monitored event."""
+    return tuple(
+        (text(e[0]), integer(e[1]), integer(e[2]), integer(e[3]))
+        for e in reply or []
+        if isinstance(e, list) and len(e) >= 4
+    )
+
+
+def parse_config(reply: Any) -> tuple[tuple[str, str], ...]:
+    """CONFIG GET *: name, value pairs, sorted by name."""
+    pairs_ = reply or []
+    return tuple(
+        sorted((text(k), text(v)) for k, v in zip(pairs_[::2], pairs_[1::2], strict=False))
+    )
+
+
+async def node_views(
+    client: aredis.Redis, slowlog: int = 50
+) -> tuple[tuple[dict[str, str], ...], tuple, tuple, tuple]:
+    """CLIENT LIST, SLOWLOG GET, LATENCY LATEST and CONFIG GET * in one round trip
+    (a reply that is an error, as from a node without LATENCY, reads as empty)."""
+    pipe = client.pipeline(transaction=False)
+    pipe.execute_command("CLIENT", "LIST")
+    pipe.execute_command("SLOWLOG", "GET", slowlog)
+    pipe.execute_command("LATENCY", "LATEST")
+    pipe.execute_command("CONFIG", "GET", "*")
+    clients, slow, latency, config = [
+        None if isinstance(r, Exception) else r for r in await pipe.execute(raise_on_error=False)
+    ]
+    return (
+        parse_client_list(clients or b""),
+        parse_slowlog(slow),
+        parse_latency(latency),
+        parse_config(config),
+    )
+
+
 PAUSE_STATES = ("in", "out", "all", "none")
 
 

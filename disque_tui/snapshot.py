@@ -317,3 +317,19 @@ class JobShow:
     address: str
     fields: dict | None = None
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeViews:
+    """What an operator looks at on one node (fetched when its detail opens): its
+    clients (CLIENT LIST, one dict a client), the slow log (SLOWLOG GET: id, when,
+    µs, the command), the latency events (LATENCY LATEST: event, when, last ms, max
+    ms) and its configuration (CONFIG GET *, by name)."""
+
+    node_id: str
+    address: str
+    clients: tuple[dict[str, str], ...] = ()
+    slowlog: tuple[tuple[int, int, int, str], ...] = ()
+    latency: tuple[tuple[str, int, int, int], ...] = ()
+    config: tuple[tuple[str, str], ...] = ()
+    error: str | None = None

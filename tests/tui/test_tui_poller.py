@@ -133,6 +133,32 @@ def test_queues_paged_and_rated(start_node) -> None:
     run(scenario())
 
 
+def test_node_views_read_a_real_node(start_node) -> None:
+    """The node detail's clients, slow log, latency events and config, from a node."""
+    node = start_node()
+    node.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+    node.call("CONFIG", "SET", "latency-monitor-threshold", "1")
+    with node.client() as c:
+        c.execute_command("CLIENT", "SETNAME", "watched")
+        c.execute_command("ADDJOB", "q", "x", 0)
+
+        async def scenario() -> None:
+            poller = Poller("127.0.0.1", node.port, interval=0.2)
+            try:
+                snap = await poller.poll_cycle()
+                views = await poller.node_views(snap.nodes[0].id)
+                assert views.error is None
+                assert any(client.get("name") == "watched" for client in views.clients)
+                assert any(command.startswith("ADDJOB q x") for *_, command in views.slowlog)
+                assert ("port", str(node.port)) in views.config
+                gone = await poller.node_views("f" * 40)
+                assert gone.error == "not a member any more"
+            finally:
+                await poller.close()
+
+        run(scenario())
+
+
 def test_a_rolling_upgrade_shows_which_server_each_node_runs(start_node, c_disque) -> None:
     """Half way through a rolling upgrade: a C Disque node and one of ours in one
     cluster. Both say disque_version 1.0-rc1; the server column tells them apart."""

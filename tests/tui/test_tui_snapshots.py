@@ -18,6 +18,7 @@ from tui_live import wait_until
 from disque_tui.app import DisqueTUI
 from disque_tui.confirm import ConfirmScreen
 from disque_tui.job_detail import JobDetailScreen
+from disque_tui.node_detail import NodeDetailScreen
 from disque_tui.queue_detail import QueueDetailScreen
 
 pytestmark = pytest.mark.timeout(30)
@@ -242,3 +243,24 @@ def test_a_queue_that_matters_opens_with_enter_and_pauses_with_p() -> None:
             return name
 
     assert asyncio.run(scenario()) == "audit"
+
+
+def test_node_detail(snap_compare) -> None:
+    """Enter on a node: its clients, then its slow log."""
+
+    async def open_node(pilot: Pilot) -> None:
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(pilot.app.screen, NodeDetailScreen))
+        await until(pilot, lambda: pilot.app.screen.views is not None)
+
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_node)
+
+
+def test_node_detail_slow_log(snap_compare) -> None:
+    async def open_slowlog(pilot: Pilot) -> None:
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(pilot.app.screen, NodeDetailScreen))
+        await until(pilot, lambda: pilot.app.screen.views is not None)
+        pilot.app.screen.query_one("TabbedContent").active = "slowlog"
+
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_slowlog)

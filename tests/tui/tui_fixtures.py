@@ -14,6 +14,7 @@ from disque_tui.snapshot import (
     Drain,
     JobShow,
     NodeSnapshot,
+    NodeViews,
     PeekedJob,
     QueueOnNode,
     QueuePeek,
@@ -253,6 +254,25 @@ class FixedSource:
     async def set_leaving(self, node_id: str, leaving: bool) -> str:
         self.actions.append(("leaving", node_id, leaving))
         return "OK"
+
+    async def node_views(self, node_id: str) -> NodeViews:
+        await asyncio.sleep(0)
+        return fixed_node_views(node_id)
+
+
+def fixed_node_views(node_id: str = N1) -> NodeViews:
+    """CLIENT LIST, SLOWLOG GET, LATENCY LATEST and CONFIG GET as a node of ours
+    answers them (recorded, then cut short)."""
+    clients = (
+        {"id": "7", "addr": "10.0.0.21:51862", "name": "worker-1", "age": "3120",
+         "idle": "0", "flags": "b", "cmd": "getjob", "qbuf": "0", "omem": "0"},
+        {"id": "9", "addr": "10.0.0.22:40414", "name": "", "age": "12", "idle": "2",
+         "flags": "N", "cmd": "addjob", "qbuf": "0", "omem": "0"},
+    )  # fmt: skip
+    slowlog = ((3, int(TAKEN_AT) - 40, 15_210, "JSCAN 0 COUNT 1000 REPLY all"),)
+    latency = (("command", int(TAKEN_AT) - 40, 15, 21),)
+    config = (("appendonly", "yes"), ("cluster-node-timeout", "3000"), ("port", "7711"))
+    return NodeViews(node_id, "127.0.0.1:7711", clients, slowlog, latency, config)
 
 
 # ---- an incident: a node killed with jobs on it, a node replaced, a queue stuck ----------
