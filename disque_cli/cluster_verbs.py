@@ -385,6 +385,7 @@ INFO_COLUMNS = (
     Column("flags", "Flags"),
     Column("jobs", "Jobs", numeric=True),
     Column("queues", "Queues", numeric=True),
+    Column("unqueued", "Unqueued", numeric=True),
     Column("clients", "Clients", numeric=True),
     Column("blocked", "Blocked", numeric=True),
     Column("memory", "Memory", numeric=True),
@@ -401,6 +402,8 @@ def cluster_info(parsed: VerbArgs) -> int:
     try:
         for member in members[1:]:
             member.refresh()
+        # Jobs each node holds that no node has queued (waiting.py): QLEN misses them.
+        unqueued = waiting_jobs([m for m in members if m.up]).by_node
         rows = []
         seed = members[0]
         for member in members:
@@ -414,6 +417,7 @@ def cluster_info(parsed: VerbArgs) -> int:
                     "flags": node_row(member, seed)["flags"],
                     "jobs": member.number("registered_jobs") if member.up else None,
                     "queues": member.number("registered_queues") if member.up else None,
+                    "unqueued": unqueued.get(member.label, 0) if member.up else None,
                     "clients": member.number("connected_clients") if member.up else None,
                     "blocked": member.number("blocked_clients") if member.up else None,
                     # Bytes for programs, as redis-cli --cluster info would print them for people.
@@ -436,6 +440,7 @@ def cluster_info(parsed: VerbArgs) -> int:
             "address": "total",
             "jobs": sum(row["jobs"] for row in up),
             "queues": sum(row["queues"] for row in up),
+            "unqueued": sum(row["unqueued"] for row in up),
             "clients": sum(row["clients"] for row in up),
             "blocked": sum(row["blocked"] for row in up),
             "ops_per_sec": sum(row["ops_per_sec"] for row in up),

@@ -289,8 +289,9 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
         "info",
         "host:port",
         "Jobs, queues and load of every node",
-        "Flags (as the seed sees them: pfail, fail, leaving), jobs, queues, "
-        "clients, blocked clients, memory (bytes with --json and --csv) and "
+        "Flags (as the seed sees them: pfail, fail, leaving), jobs, queues, jobs "
+        "held in no queue (unqueued: delivered and not acknowledged, or waiting for "
+        "their RETRY), clients, blocked clients, memory (bytes with --json and --csv) and "
         "operations per second of every node, with the totals.",
         (_timeout("to wait for the replies of each node (default 5)"),),
     ),

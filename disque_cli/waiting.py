@@ -47,6 +47,7 @@ class Scan:
 
     by_queue: dict[str, OutOfQueue] = field(default_factory=dict)
     partial: list[str] = field(default_factory=list)
+    by_node: dict[str, int] = field(default_factory=dict)  # label -> copies it holds of them
 
     @property
     def jobs(self) -> int:
@@ -105,6 +106,9 @@ def waiting_jobs(members: Sequence[Member]) -> Scan:
         except (ShortScan, NodeDown, TypeError, ValueError):
             scan.partial.append(member.label)
     scan.by_queue = out_of_queue(queued, active, int(time.time() * 1000))
+    for holder, shown in active:
+        if text(shown.get("id")) not in queued:
+            scan.by_node[holder] = scan.by_node.get(holder, 0) + 1
     return scan
 
 

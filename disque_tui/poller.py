@@ -325,7 +325,7 @@ class Poller:
         queues = self._merge_queues(ordered, now)
         return ClusterSnapshot(
             taken_at=time.time(),
-            seed=f"{self.host}:{self.port}",
+            seed=self._shown_seed(ordered),
             nodes=nodes,
             queues=queues,
             cycle=self.cycle,
@@ -333,6 +333,15 @@ class Poller:
             rate_history=tuple(self.rate_history),
             out_of_queue=self._out_of_queue(reporters),
         )
+
+    def _shown_seed(self, ordered: list[NodeState]) -> str:
+        """The address the dashboard was started with; once no member is there any
+        more (the node left and was forgotten), a member up, saying so."""
+        seed = f"{self.host}:{self.port}"
+        if not ordered or any(f"{n.host}:{n.port}" == seed for n in ordered):
+            return seed
+        up = next((n for n in ordered if n.up), ordered[0])
+        return f"{up.host}:{up.port} (seed {seed} left the cluster)"
 
     def _copies_of_down_nodes(
         self, ordered: list[NodeState], reporters: list[NodeState]

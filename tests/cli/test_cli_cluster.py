@@ -238,6 +238,8 @@ def test_info_per_node(start_cluster, run_cli) -> None:
     for i in range(4):
         cluster[0].call("ADDJOB", "q1", f"job{i}", 0, "REPLICATE", 1)
     cluster[1].call("ADDJOB", "q2", "job", 0, "REPLICATE", 1)
+    cluster[1].call("ADDJOB", "q3", "taken", 0, "REPLICATE", 1)
+    cluster[1].call("GETJOB", "FROM", "q3")  # delivered, not acknowledged: in no queue
     result = run_cli("--cluster", "info", addr(cluster[2]))
     assert result.returncode == 0, result.err
     lines = result.out.splitlines()
@@ -247,6 +249,7 @@ def test_info_per_node(start_cluster, run_cli) -> None:
         "flags",
         "jobs",
         "queues",
+        "unqueued",
         "clients",
         "blocked",
         "memory",
@@ -254,11 +257,11 @@ def test_info_per_node(start_cluster, run_cli) -> None:
         "leaving",
     ]
     rows = table_rows(result.out)
-    assert rows[addr(cluster[0])][2:5] == ["-", "4", "1"]
-    assert rows[addr(cluster[1])][2:5] == ["-", "1", "1"]
-    assert rows[addr(cluster[2])][2:5] == ["-", "0", "0"]
+    assert rows[addr(cluster[0])][2:6] == ["-", "4", "1", "0"]
+    assert rows[addr(cluster[1])][2:6] == ["-", "2", "2", "1"]
+    assert rows[addr(cluster[2])][2:6] == ["-", "0", "0", "0"]
     assert all(row[-1] == "no" for row in rows.values())
-    assert all(re.fullmatch(r"[\d.]+[BKMG]", row[7]) for row in rows.values())
+    assert all(re.fullmatch(r"[\d.]+[BKMG]", row[8]) for row in rows.values())
     # -p instead of host:port; JSON for pipelines.
     text = run_cli("-p", str(cluster[0].port), "--json", "--cluster", "info").out
     assert text.startswith('[{"id":"'), "compact separators"

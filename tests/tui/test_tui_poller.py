@@ -64,6 +64,30 @@ def test_discovery_and_membership(start_cluster, start_node) -> None:
     run(scenario())
 
 
+def test_a_seed_that_left_is_not_shown_as_the_seed(start_cluster) -> None:
+    cluster = start_cluster(3)
+    seed = cluster[2]
+    seed_id = seed.call("CLUSTER", "MYID").decode()
+
+    async def scenario() -> None:
+        poller = Poller("127.0.0.1", seed.port, interval=0.2)
+        try:
+            snap = await cycles_until(poller, lambda s: s.nodes_up == 3, message="3 nodes")
+            assert snap.seed == f"127.0.0.1:{seed.port}"
+            seed.kill()
+            for node in cluster[:2]:
+                node.call("CLUSTER", "FORGET", seed_id)
+            snap = await cycles_until(
+                poller, lambda s: s.node(seed_id) is None, message="the seed forgotten"
+            )
+            assert snap.seed.endswith(f" (seed 127.0.0.1:{seed.port} left the cluster)")
+            assert snap.seed.split()[0] in {f"127.0.0.1:{n.port}" for n in cluster[:2]}
+        finally:
+            await poller.close()
+
+    run(scenario())
+
+
 def test_a_frozen_node_does_not_delay_the_cycle(start_cluster) -> None:
     cluster = start_cluster(3)
     frozen_id = cluster[2].call("CLUSTER", "MYID").decode()
