@@ -474,10 +474,22 @@ class Leave:
                 "and not acknowledged yet, or waiting for their RETRY or DELAY; they go "
                 "once acknowledged, or queued again and taken."
             )
-        if count > nowhere:
+        copies = sorted(
+            scan.elsewhere.get(self.target.label, {}).items(), key=lambda item: -item[1]
+        )
+        if copies:
+            shown = "; ".join(
+                f"{queue} ({n}, queued on {where})" for (queue, where), n in copies[:5]
+            )
             text += (
-                f" {count - nowhere} more are copies of jobs queued on other nodes, or "
-                "acknowledged: they go when acknowledged and collected."
+                f" Copies of jobs queued on other nodes: {shown}"
+                f"{'; ...' if len(copies) > 5 else ''}: they go when acknowledged there."
+            )
+        rest = count - nowhere - sum(n for _, n in copies)
+        if rest > 0:
+            text += (
+                f" {rest} more are acknowledged, or changed state while read: they go when "
+                "collected."
             )
         if scan.partial:
             text += f" (Not every job was read on {', '.join(scan.partial)}.)"

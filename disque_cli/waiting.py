@@ -48,6 +48,8 @@ class Scan:
     by_queue: dict[str, OutOfQueue] = field(default_factory=dict)
     partial: list[str] = field(default_factory=list)
     by_node: dict[str, int] = field(default_factory=dict)  # label -> copies it holds of them
+    # holder label -> (queue, label of the node that has the job queued) -> active copies
+    elsewhere: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict)
 
     @property
     def jobs(self) -> int:
@@ -96,19 +98,25 @@ class Scan:
 def waiting_jobs(members: Sequence[Member]) -> Scan:
     """The jobs of ``members`` (reachable nodes) that none of them has queued."""
     scan = Scan()
-    queued: set[str] = set()
+    queued_on: dict[str, str] = {}  # job ID -> the node that has it queued
     active: list[tuple[str, dict[str, Any]]] = []
     for member in members:
         try:
-            queued.update(text(job_id) for job_id in ids(member, "queued"))
+            for job_id in ids(member, "queued"):
+                queued_on[text(job_id)] = member.label
             for shown in jobs(member, "active"):
                 active.append((member.label, shown))
         except (ShortScan, NodeDown, TypeError, ValueError):
             scan.partial.append(member.label)
-    scan.by_queue = out_of_queue(queued, active, int(time.time() * 1000))
+    scan.by_queue = out_of_queue(set(queued_on), active, int(time.time() * 1000))
     for holder, shown in active:
-        if text(shown.get("id")) not in queued:
+        where = queued_on.get(text(shown.get("id")))
+        if where is None:
             scan.by_node[holder] = scan.by_node.get(holder, 0) + 1
+        else:
+            copies = scan.elsewhere.setdefault(holder, {})
+            key = (text(shown.get("queue")), where)
+            copies[key] = copies.get(key, 0) + 1
     return scan
 
 
