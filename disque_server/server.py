@@ -316,6 +316,9 @@ class Server(NodeState):
     async def stop(self) -> None:
         """Shut down in a fixed order: stop listening, close clients, save state."""
         self.log.warning("User requested shutdown...")
+        if self._cron_timer is not None:
+            self._cron_timer.cancel()  # (a tick after the snapshot would start a rewrite)
+            self._cron_timer = None
         for srv in self.servers:
             srv.close()
         self.remove_unix_socket()
@@ -605,6 +608,8 @@ class Server(NodeState):
         # This tick's timer has fired: a timer set during the tick must not start a
         # second chain of ticks (tick_sooner); schedule_cron sets both again.
         self._cron_timer = None
+        if self.shutting_down:
+            return  # the state is final: no AOF rewrite, no timer (no next tick)
         self.cron_due_at = 0.0
         self.jobs.next_tick = 0
         self.stats.cron_ticks += 1

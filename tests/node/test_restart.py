@@ -114,3 +114,24 @@ def test_a_copy_queued_elsewhere_while_down_is_not_queued_twice(start_cluster):
     wait_for(lambda: a.show(jid).get(b"next-requeue-within", 0) > 1500, 5, message="postponed")
     assert a.call("QLEN", "q") == 0  # b answered QUEUED to its WILLQUEUE
     assert b.call("QLEN", "q") == 1
+
+
+def test_a_clean_stop_leaves_no_rewrite_behind(start_node):
+    """The snapshot grows the AOF past its rewrite threshold: no tick may start a
+    background rewrite between it and the exit (its temporary file was left)."""
+    node = start_node(
+        config={**AOF, "auto-aof-rewrite-min-size": "1", "auto-aof-rewrite-percentage": "1"}
+    )
+    with node.client() as c:
+        pipe = c.pipeline(transaction=False)
+        for i in range(5000):
+            pipe.execute_command("ADDJOB", "q", f"job {i}", "0", "RETRY", "300")
+        pipe.execute()
+    shutdown(node)
+    assert not list(node.dir.glob("temp-rewriteaof*")), list(node.dir.iterdir())
+    assert (
+        "Background append only file rewriting started"
+        not in node.log().split("AOF rewritten for a controlled restart")[-1]
+    )
+    node.start()
+    queued_within(node, "q", 5000, 5)
