@@ -1,16 +1,11 @@
-"""Jobs out of sight: held by the cluster, queued on no node.
-
-A job is queued on one node at a time; its other copies are active, each
-waiting for its RETRY to stand in. A job that is active on every node that
-holds it is in no queue: no GETJOB gets it until a re-queue. It was
-delivered and its consumer has not acknowledged it yet, or it waits for its
-RETRY after a restart or a crash, for a NACK's DELAY, or for its own DELAY.
-QLEN and QSTAT count queued jobs only, so these are what a dashboard and a
-check would miss. Found with JSCAN (``STATE active`` with every field, and
-``STATE queued`` IDs), which C Disque answers too, up to ``SCAN_MAX`` jobs a
-node: a check stays quick on a large node, and says when it stopped short.
+"""Jobs out of sight, for the cluster manager: held by the cluster, queued on no
+node (what they are and why: ``disque.scan``, whose ``out_of_queue`` counts
+them). Read here with JSCAN (``STATE queued`` IDs, ``STATE active`` with every
+field), which C Disque answers too, up to ``SCAN_MAX`` jobs a node and state,
+so that a check stays quick on a large node and says when it stopped short;
+turned into --cluster check's findings, --cluster info's column and leave's
+stall message.
 """
-
 from __future__ import annotations
 
 import time
