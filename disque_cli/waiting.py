@@ -6,6 +6,7 @@ so that a check stays quick on a large node and says when it stopped short;
 turned into --cluster check's findings, --cluster info's column and leave's
 stall message.
 """
+
 from __future__ import annotations
 
 import time
