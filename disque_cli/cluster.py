@@ -437,24 +437,45 @@ def seed_address(parsed: VerbArgs, usage: str) -> tuple[str, int]:
     raise VerbError(f"Usage: disque --cluster {usage}")
 
 
-def confirmed(out: Output, yes: bool, question: str) -> bool:
-    """``--yes``, or "yes" typed at a terminal; without a terminal, no (said so)."""
+def open_target(
+    parsed: VerbArgs, out: Output, usage: str, nothing_changed: str = "Nothing was changed."
+) -> list[Member] | None:
+    """The node a verb acts on (host:port, or -h/-p, and no other word) and every
+    node it knows, it first; None, after an [ERR] and ``nothing_changed``, when
+    it cannot be reached."""
+    host, port = seed_address(parsed, usage)
+    if parsed.words:
+        raise VerbError(
+            f"Unexpected arguments: {' '.join(parsed.words)}\nUsage: disque --cluster {usage}"
+        )
+    target = parsed.member(host, port)
+    if not target.refresh():
+        out.error(f"{target.label}: {target.error}")
+        out.line(nothing_changed)
+        return None
+    return discover(target)
+
+
+def confirmed(out: Output, yes: bool, question: str = "", what: str = "go on") -> bool:
+    """``--yes``, or "yes" typed at a terminal (after ``question``); without a
+    terminal, no: a mistyped address from cron or ssh must change nothing. Says
+    why it is no (``what``: the action --yes would take without asking)."""
     if yes:
         return True
     if not sys.stdin.isatty():
         out.error(
             "Standard input is not a terminal, so nobody can confirm: nothing was "
-            "changed. Give --yes to go on without asking."
+            f"changed. Give --yes to {what} without asking."
         )
         return False
     stream = out.messages
-    stream.write(f"{question} Type 'yes' to go on: ")
+    stream.write(f"{question} Type 'yes' to go on: " if question else "Type 'yes' to go on: ")
     stream.flush()
     try:
         answer = sys.stdin.readline()
     except KeyboardInterrupt:
         stream.write("\n")
-        return False
+        answer = ""
     if answer.strip().lower() != "yes":
         out.line("Aborted: nothing was changed.")
         return False

@@ -21,7 +21,6 @@ in leaving state, ready for another run or for `CLUSTER LEAVING no`.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -36,14 +35,14 @@ from disque_cli.cluster import (
     NodeDown,
     Output,
     VerbArgs,
-    VerbError,
     ViewEntry,
     accepting,
+    confirmed,
     discover,
+    open_target,
     parse_nodes,
     plural,
     queue_lengths,
-    seed_address,
 )
 from disque_cli.render import Mode
 from disque_cli.replies import ErrorReply
@@ -77,22 +76,18 @@ class Result:
 
 
 def cluster_leave(parsed: VerbArgs) -> int:
-    host, port = seed_address(parsed, USAGE)
-    if parsed.words:
-        raise VerbError(
-            f"Unexpected arguments: {' '.join(parsed.words)}\nUsage: disque --cluster {USAGE}"
-        )
     out = Output(parsed.mode)
-    target = parsed.member(host, port)
-    if not target.refresh():
-        out.error(f"{target.label}: {target.error}")
-        out.line(
-            "Nothing was changed. A node that is gone for good is forgotten with "
-            "`disque --cluster del-node HOST:PORT NODE_ID` (any node up; its ID, or the "
-            "first characters of it, as --cluster check shows it)."
-        )
+    members = open_target(
+        parsed,
+        out,
+        USAGE,
+        "Nothing was changed. A node that is gone for good is forgotten with "
+        "`disque --cluster del-node HOST:PORT NODE_ID` (any node up; its ID, or the "
+        "first characters of it, as --cluster check shows it).",
+    )
+    if members is None:
         return 1
-    members = discover(target)
+    target = members[0]
     try:
         return Leave(out, parsed, members).run()
     except KeyboardInterrupt:
@@ -142,15 +137,7 @@ class Leave:
             )
             return 1
         self.explain()
-        if not sys.stdin.isatty() and not self.parsed.yes:
-            # From cron or ssh, a mistyped address would drain and forget a node.
-            out.error(
-                "Standard input is not a terminal, so nobody can confirm: nothing "
-                "was changed. Give --yes to remove the node without asking."
-            )
-            return 1
-        if not self.confirm():
-            out.line("Aborted: nothing was changed.")
+        if not confirmed(out, self.parsed.yes, what="remove the node"):
             return 1
         steps = 4 if self.parsed.shutdown else 3
         out.title(f"Step 1/{steps}: CLUSTER LEAVING yes on {target.name}")
@@ -196,19 +183,6 @@ class Leave:
         if self.parsed.timeout:
             lines.append(f"If jobs remain after {self.parsed.timeout:g}s, stop before step 3.")
         self.out.panel(f"Removing {target.label} from the cluster", lines)
-
-    def confirm(self) -> bool:
-        if self.parsed.yes:
-            return True
-        stream = self.out.messages
-        stream.write("Type 'yes' to go on: ")
-        stream.flush()
-        try:
-            answer = sys.stdin.readline()
-        except KeyboardInterrupt:
-            stream.write("\n")
-            return False
-        return answer.strip().lower() == "yes"
 
     # ---- step 1 ----
     def set_leaving(self) -> bool:

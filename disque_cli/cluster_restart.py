@@ -29,13 +29,11 @@ from disque_cli.cluster import (
     NodeDown,
     Output,
     VerbArgs,
-    VerbError,
     accepting,
     confirmed,
-    discover,
+    open_target,
     plural,
     queue_lengths,
-    seed_address,
 )
 from disque_cli.cluster_verbs import mesh_problems
 from disque_cli.replies import ErrorReply
@@ -46,18 +44,10 @@ POLL = 0.1
 
 
 def cluster_restart(parsed: VerbArgs) -> int:
-    host, port = seed_address(parsed, USAGE)
-    if parsed.words:
-        raise VerbError(
-            f"Unexpected arguments: {' '.join(parsed.words)}\nUsage: disque --cluster {USAGE}"
-        )
     out = Output(parsed.mode)
-    target = parsed.member(host, port)
-    if not target.refresh():
-        out.error(f"{target.label}: {target.error}")
-        out.line("Nothing was changed.")
+    members = open_target(parsed, out, USAGE)
+    if members is None:
         return 1
-    members = discover(target)
     try:
         return restart(out, parsed, members)
     finally:
