@@ -26,15 +26,13 @@ from disque_cli.cluster import (
     foreign_members,
     parse_address,
     plural,
-    resolve_ip,
 )
 from disque_cli.cluster_verbs import (
     CREATE_TIMEOUT,
-    meet_ports,
+    meet,
+    mesh_complete,
+    on_seed,
     open_seed,
-    print_nodes,
-    refresh_all,
-    wait_mesh,
 )
 from disque_cli.replies import ErrorReply
 
@@ -81,25 +79,13 @@ def _add_node(out: Output, parsed: VerbArgs, new: Member, cluster: list[Member])
         )
         if not confirmed(out, parsed.yes, "Merge the two clusters?"):
             return 1
-    try:
-        reply = seed.call("CLUSTER", "MEET", resolve_ip(new.host), *meet_ports(new))
-    except NodeDown as exc:
-        out.error(f"{seed.name}: {exc}")
-        return 1
-    if isinstance(reply, ErrorReply):
-        out.error(f"{seed.name}: CLUSTER MEET {new.label}: {bytes(reply).decode()}")
+    if not meet(out, seed, new):
         return 1
     members = [*cluster, new]
     timeout = CREATE_TIMEOUT if parsed.timeout is None else parsed.timeout
     out.line(f"{seed.label} met {new.label}; waiting for gossip to complete the mesh...")
-    missing = wait_mesh(out, members, timeout)
-    if missing:
-        out.error(f"The mesh is not complete after {timeout:g}s:")
-        for problem in missing:
-            out.line(f"    {problem}")
+    if not mesh_complete(out, members, seed, timeout):
         return 1
-    refresh_all(out, members)
-    print_nodes(out, members, f"Cluster of {len(members)} nodes", observer=seed)
     out.ok(f"{new.name} joined: all {len(members)} nodes know and reach each other.")
     return 0
 
@@ -111,16 +97,13 @@ DEL_USAGE = "del-node host:port node_id [--yes]"
 
 def cluster_del_node(parsed: VerbArgs) -> int:
     out = Output(parsed.mode)
-    members = open_seed(parsed, out, DEL_USAGE)
-    if members is None:
-        return 1
-    try:
+
+    def run(members: list[Member]) -> int:
         if len(parsed.words) != 1:
             raise VerbError(f"Usage: disque --cluster {DEL_USAGE}")
         return _del_node(out, parsed, members, parsed.words[0])
-    finally:
-        for member in members:
-            member.close()
+
+    return on_seed(parsed, out, DEL_USAGE, run)
 
 
 def resolve_node(seed: Member, given: str) -> tuple[str | None, str]:
@@ -201,16 +184,13 @@ TIMEOUT_USAGE = "set-timeout host:port milliseconds"
 
 def cluster_set_timeout(parsed: VerbArgs) -> int:
     out = Output(parsed.mode)
-    members = open_seed(parsed, out, TIMEOUT_USAGE)
-    if members is None:
-        return 1
-    try:
+
+    def run(members: list[Member]) -> int:
         if len(parsed.words) != 1 or not parsed.words[0].isdigit():
             raise VerbError(f"Usage: disque --cluster {TIMEOUT_USAGE}")
         return _set_timeout(out, members, int(parsed.words[0]))
-    finally:
-        for member in members:
-            member.close()
+
+    return on_seed(parsed, out, TIMEOUT_USAGE, run)
 
 
 def _set_timeout(out: Output, members: list[Member], ms: int) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from disque.protocol import server_kind
@@ -109,6 +109,25 @@ def open_seed(
     return discover(seed)
 
 
+def on_seed(
+    parsed: VerbArgs,
+    out: Output,
+    usage: str,
+    run: Callable[[list[Member]], int],
+    timeout: float = NODE_TIMEOUT,
+) -> int:
+    """``run`` on the seed and the nodes it knows (open_seed), their connections
+    closed after, whatever happens; 1 when the seed cannot be reached."""
+    members = open_seed(parsed, out, usage, timeout)
+    if members is None:
+        return 1
+    try:
+        return run(members)
+    finally:
+        for member in members:
+            member.close()
+
+
 # ---- create -------------------------------------------------------------------------
 
 
@@ -159,27 +178,42 @@ def _create(out: Output, members: list[Member], timeout: float, yes: bool) -> in
     for member in members[1:]:
         if any(entry.id == member.id for entry in first.view):
             continue
-        try:
-            reply = first.call("CLUSTER", "MEET", resolve_ip(member.host), *meet_ports(member))
-        except NodeDown as exc:
-            out.error(f"{first.name}: {exc}")
-            return 1
-        if isinstance(reply, ErrorReply):
-            out.error(f"{first.name}: CLUSTER MEET {member.label}: {bytes(reply).decode()}")
+        if not meet(out, first, member):
             return 1
     out.line(
         f"{first.label} met {len(members) - 1} nodes; waiting for gossip to complete the mesh..."
     )
+    if not mesh_complete(out, members, first, timeout):
+        return 1
+    out.ok(f"All {len(members)} nodes know and reach each other.")
+    return 0
+
+
+def meet(out: Output, first: Member, member: Member) -> bool:
+    """CLUSTER MEET ``member`` on ``first``; False, after an [ERR], when that fails."""
+    try:
+        reply = first.call("CLUSTER", "MEET", resolve_ip(member.host), *meet_ports(member))
+    except NodeDown as exc:
+        out.error(f"{first.name}: {exc}")
+        return False
+    if isinstance(reply, ErrorReply):
+        out.error(f"{first.name}: CLUSTER MEET {member.label}: {bytes(reply).decode()}")
+        return False
+    return True
+
+
+def mesh_complete(out: Output, members: Sequence[Member], observer: Member, timeout: float) -> bool:
+    """Wait for the full mesh (wait_mesh), then print the nodes as ``observer`` sees
+    them; False, after the problems, when it is not complete within ``timeout``."""
     missing = wait_mesh(out, members, timeout)
     if missing:
         out.error(f"The mesh is not complete after {timeout:g}s:")
         for problem in missing:
             out.line(f"    {problem}")
-        return 1
+        return False
     refresh_all(out, members)
-    print_nodes(out, members, f"Cluster of {len(members)} nodes", observer=first)
-    out.ok(f"All {len(members)} nodes know and reach each other.")
-    return 0
+    print_nodes(out, members, f"Cluster of {len(members)} nodes", observer=observer)
+    return True
 
 
 def meet_ports(member: Member) -> list[int]:
@@ -243,14 +277,8 @@ def wait_mesh(out: Output, members: Sequence[Member], timeout: float) -> list[st
 
 def cluster_check(parsed: VerbArgs) -> int:
     out = Output(parsed.mode)
-    members = open_seed(parsed, out, "check host:port", parsed.timeout or NODE_TIMEOUT)
-    if members is None:
-        return 1
-    try:
-        return _check(out, members)
-    finally:
-        for member in members:
-            member.close()
+    timeout = parsed.timeout or NODE_TIMEOUT
+    return on_seed(parsed, out, "check host:port", lambda members: _check(out, members), timeout)
 
 
 def _check(out: Output, members: list[Member]) -> int:
@@ -465,19 +493,15 @@ def cluster_info(parsed: VerbArgs) -> int:
 
 def cluster_call(parsed: VerbArgs) -> int:
     out = Output(parsed.mode)
-    # The command's words are not options: take the address, leave the rest alone.
-    members = open_seed(parsed, out, "call host:port command arg arg .. arg")
-    if members is None:
-        return 1
-    if not parsed.words:
-        for member in members:
-            member.close()
-        raise VerbError("Usage: disque --cluster call host:port command arg arg .. arg")
-    try:
+    usage = "call host:port command arg arg .. arg"
+
+    def run(members: list[Member]) -> int:
+        # The command's words are not options: take the address, leave the rest alone.
+        if not parsed.words:
+            raise VerbError(f"Usage: disque --cluster {usage}")
         return _call(out, parsed, members)
-    finally:
-        for member in members:
-            member.close()
+
+    return on_seed(parsed, out, usage, run)
 
 
 def _call(out: Output, parsed: VerbArgs, members: list[Member]) -> int:
