@@ -162,6 +162,10 @@ class Poller:
         self.nodes: dict[str, NodeState] = {}
         self.cycle = 0
         self.rate_history: deque[Mapping[str, tuple[float, float]]] = deque(maxlen=HISTORY)
+        # The last tally of the scans for jobs in no queue, and which scans it read:
+        # they change every OUT_OF_QUEUE_EVERY, the snapshots every cycle.
+        self._tally_of: tuple[object, ...] = ()
+        self._tally: tuple[tuple[OutOfQueue, ...], dict[str, int]] = ((), {})
         self._order = 0
         self._wake = asyncio.Event()
         self._background: set[asyncio.Task] = set()
@@ -315,7 +319,7 @@ class Poller:
     def build_snapshot(self, now: float, poll_ms: float = 0.0) -> ClusterSnapshot:
         ordered = sorted(self.nodes.values(), key=lambda n: (n.host, n.port, n.order))
         reporters = [n for n in ordered if n.up]
-        copies = self._copies_of_down_nodes(ordered, reporters)
+        waiting, copies = self._scan_tally(ordered, reporters)
         nodes = tuple(
             dataclasses.replace(snap, copies_elsewhere=copies[snap.id])
             if snap.id in copies
@@ -331,8 +335,25 @@ class Poller:
             cycle=self.cycle,
             poll_ms=poll_ms,
             rate_history=tuple(self.rate_history),
-            out_of_queue=self._out_of_queue(reporters),
+            out_of_queue=waiting,
         )
+
+    def _scan_tally(
+        self, ordered: list[NodeState], reporters: list[NodeState]
+    ) -> tuple[tuple[OutOfQueue, ...], dict[str, int]]:
+        """The jobs in no queue and the copies of the nodes down, tallied again only
+        when a scan came or a node went up or down."""
+        key = (
+            tuple((n.id, n.out_of_queue_at) for n in reporters),
+            frozenset(n.id for n in ordered if not n.up),
+        )
+        if key != self._tally_of:
+            self._tally_of = key
+            self._tally = (
+                self._out_of_queue(reporters),
+                self._copies_of_down_nodes(ordered, reporters),
+            )
+        return self._tally
 
     def _shown_seed(self, ordered: list[NodeState]) -> str:
         """The address the dashboard was started with; once no member is there any
