@@ -20,7 +20,14 @@ import typer
 from redis.exceptions import RedisError
 
 from disque.protocol import HelloError, connect, parse_hello
-from disque.tls import TLS, TLS_OPTIONS, TLSError, closed_hint, handshake_failure
+from disque.tls import (
+    CLOSED_BY_SERVER,
+    TLS,
+    TLS_OPTIONS,
+    TLSError,
+    closed_hint,
+    handshake_failure,
+)
 from disque.typer_main import run_app
 
 if TYPE_CHECKING:
@@ -187,7 +194,12 @@ def probe(
         return f"no reply within {timeout:g}s (is it a Disque client port?)"
     except redis.exceptions.ConnectionError as exc:
         reason = short_reason(exc)
-        return reason + closed_hint(tls) if "closed by server" in reason else reason
+        # A node hanging up on the first command sends a FIN, or a RST when our
+        # HELLO still sits unread in its buffer (a plain client at a tls-port):
+        # the same hang-up, one wording.
+        if isinstance(exc.__cause__, ConnectionResetError) or "closed by server" in reason:
+            return CLOSED_BY_SERVER.rstrip(".") + closed_hint(tls)
+        return reason
     except RedisError as exc:
         return short_reason(exc)
     except OSError as exc:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+import socket
+import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -173,6 +176,31 @@ def test_tls_connection_failures_are_one_line(start_tls_node, certs, capsys) -> 
         err = capsys.readouterr().err
         assert err.startswith(f"disque-tui: cannot connect to 127.0.0.1:{args[1]}: {reason}")
         assert len(err.splitlines()) == 1, err
+
+
+def test_a_reset_on_the_first_command_reads_as_a_hang_up(capsys) -> None:
+    """A TLS port drops a plain client with a FIN, or a RST when the client's HELLO
+    still sits unread: both are the node hanging up (CI saw the RST once)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def reset_the_first_client() -> None:
+            peer, _ = listener.accept()
+            peer.recv(1)  # the rest of HELLO stays unread, as at a TLS port
+            peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            peer.close()
+
+        thread = threading.Thread(target=reset_the_first_client)
+        thread.start()
+        assert main(["-p", str(port), "--timeout", "3"]) == 1
+        thread.join()
+    err = capsys.readouterr().err
+    assert err == (
+        f"disque-tui: cannot connect to 127.0.0.1:{port}: "
+        "Connection closed by server (is it a TLS port? see --tls)\n"
+    )
 
 
 def test_runs_over_tls_in_a_terminal(start_tls_node, certs) -> None:
