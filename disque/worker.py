@@ -123,7 +123,9 @@ class Call:
     time_limit: float | None = None
     max_attempts: int | None = None
     message: Any = None
+    on_started: Callable[[], None] | None = None  # as the handler starts
     on_done: Callable[[Any], None] | None = None  # before the ACK
+    on_retried: Callable[[BaseException, int, int], None] | None = None  # (error, delay, attempt)
     on_given_up: Callable[[BaseException], None] | None = None  # dead-lettered or dropped
     state: dict[str, Any] = field(default_factory=dict)
 
@@ -454,6 +456,8 @@ class Worker:
             if running is not None:
                 running.call, running.thread_id = call, threading.get_ident()
             notify_before(self.middleware, call)
+            if call.on_started is not None:
+                call.on_started()
             result = self.run_call(call, running)
             if running is not None and running.timed_out:  # it caught TimeLimitExceeded
                 raise TimeLimitExceeded("returned after its time limit")
@@ -573,6 +577,11 @@ class Worker:
             )
         notify(self.middleware, "on_retry", call, exc, delay)
         self.count("retried", job.queue)
+        if call.on_retried is not None:
+            try:
+                call.on_retried(exc, delay, attempts)
+            except Exception as error:
+                log.info("job %s: its RETRY state could not be kept (%s)", job.id, error)
 
     def give_up(self, call: Call, exc: BaseException) -> None:
         """The job will not run again: its caller, if waiting for a result, hears why."""

@@ -26,7 +26,7 @@ import functools
 import inspect
 import logging
 import math
-import time
+import os
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -35,15 +35,17 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 from disque.aio import AsyncClient
 from disque.client import Client, ClientOnNodePerThread, ClientPerThread
 from disque.commands import seed_addresses
-from disque.errors import ConnectionLost, DisqueError, NoNodeAvailable
+from disque.errors import DisqueError
 from disque.middleware import Middleware, notify
-from disque.protocol import PRIORITY_FAILING
-from disque.tasks.message import DEFAULT_ACCEPT, BadMessage, Message, encode_result, serializer
-from disque.tasks.results import Result, ResultTimeout, getjob_timeout_ms, read_result
-from disque.worker import Call, Reject, Worker, dead_letter_copies
+from disque.tasks.message import DEFAULT_ACCEPT, BadMessage, Message, serializer
+from disque.tasks.results import Result, reply_queue
+from disque.tasks.run import Outcome, Run
+from disque.tasks.store import ADD_TIMEOUT_MS, Store
+from disque.worker import Call, Reject, Worker
 
 if TYPE_CHECKING:
     from disque.job import Job
+    from disque.tasks.canvas import Signature
     from disque.tasks.periodic import Schedule
     from disque.tasks.stub import Stub
     from disque.tls import TLS
@@ -54,13 +56,14 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_QUEUE = "default"
-RESULT_TTL = 24 * 3600  # seconds a result waits for its reader
-RESULT_RETRY = 30  # a result fetched and not acknowledged (the reader died): back then
-ADD_TIMEOUT_MS = 5000  # ADDJOB's replication timeout for a task's message
-COPIES_FOR = 5.0  # seconds the number of reachable nodes is trusted for (results' copies)
+DEFAULT_RETRY = 60  # seconds before a call whose worker died runs again (brokers' own)
+RESULT_TTL = 24 * 3600  # seconds a result is kept for its readers
+NODES_VARIABLE = "DISQUE_NODES"  # Tasks() with no node: its seeds, comma-separated
 
-
+# The options a worker runs one call with, over the task's: they travel in the message.
+WORKER_OPTIONS = frozenset({"max_attempts", "time_limit", "track_started"})
 PER_CALL = frozenset({"queue", "retry", "ttl", "replicate", "result", "serializer", "timeout_ms"})
+PER_CALL |= WORKER_OPTIONS
 
 
 class UnknownTask(Exception):
@@ -82,14 +85,20 @@ class TaskOptions:
     """What a task's calls are sent and run with (``Tasks.task`` documents each)."""
 
     queue: str = DEFAULT_QUEUE
-    retry: int | None = None
+    retry: int | None = DEFAULT_RETRY
     ttl: int | None = None
     replicate: int | None = None
     max_attempts: int | None = None
     time_limit: float | None = None
+    track_started: bool = False
     result: bool = False
     serializer: str = "json"
     timeout_ms: int = ADD_TIMEOUT_MS
+
+
+class UnserializableResult(Reject):
+    """The task returned a value its serializer cannot write: the run failed, and is
+    not tried again (it would return the same)."""
 
 
 class Task(Generic[P, R]):
@@ -125,34 +134,99 @@ class Task(Generic[P, R]):
         **options: Any,
     ) -> Result[R]:
         """Queue a call, some options changed for it: ``delay`` (seconds before it
-        can run), and those of ``Tasks.task``'s that travel with the call (``queue``,
-        ``retry``, ``ttl``, ``replicate``, ``result``, ``serializer``, ``timeout_ms``)."""
-        message = Message(self.name, list(args), dict(kwargs or {}))
-        return self.tasks.send(self, message, self.with_options(options), delay)
+        can run) and any of ``Tasks.task``'s but ``name``."""
+        message, call_options = self.message(args, kwargs or {}, options)
+        return self.tasks.send(self, message, call_options, delay)
 
-    def send_many(self, calls: Iterable[Sequence[Any]], **options: Any) -> list[Result[R]]:
+    def send_many(
+        self, calls: Iterable[Sequence[Any] | Signature], **options: Any
+    ) -> list[Result[R]]:
         """Queue many calls in one round trip (pipelined ADDJOBs, each replicated as
         one ``send``'s before its reply): each item the positional arguments of one
-        call; ``options`` as ``send_with_options``'s, for all. SendFailed when some
-        were not queued (its ``results`` says which)."""
-        messages = [Message(self.name, list(args)) for args in calls]
-        return self.tasks.send_many(self, messages, self.with_options(options))
+        call, or a signature of this task (``task.s(1, x=2)``) for keyword arguments;
+        ``options`` as ``send_with_options``'s, for all. SendFailed when some were not
+        queued (its ``results`` says which)."""
+        from disque.tasks.canvas import Signature
+
+        call_options = self.with_options(options)
+        messages = []
+        for call in calls:
+            if isinstance(call, Signature):
+                if call.task is not self:
+                    raise TypeError(f"send_many of {self.name}: a signature of {call.task.name}")
+                args, kwargs, extra = list(call.args), dict(call.kwargs), call.options
+            else:
+                args, kwargs, extra = list(call), {}, {}
+            messages.append(self.message(args, kwargs, {**options, **extra})[0])
+        return self.tasks.send_many(self, messages, call_options)
+
+    def message(
+        self, args: Sequence[Any], kwargs: dict[str, Any], options: dict[str, Any]
+    ) -> tuple[Message, TaskOptions]:
+        """A call's message, the options the worker runs it with in it, and the options
+        it is sent with."""
+        call_options = self.with_options(options)
+        message = Message(self.name, list(args), dict(kwargs))
+        message.options = {k: v for k, v in options.items() if k in WORKER_OPTIONS}
+        return message, call_options
 
     def with_options(self, options: dict[str, Any]) -> TaskOptions:
-        """The task's options, some changed for one call (those that travel with it:
-        ``max_attempts`` and ``time_limit`` are the worker's, set on the task)."""
+        """The task's options, some changed for one call."""
         wrong = set(options) - PER_CALL
         if wrong:
             raise TypeError(
                 f"not an option of one call: {', '.join(sorted(wrong))} (per call: "
                 f"{', '.join(sorted(PER_CALL))}, delay)"
             )
-        return replace(self.options, **options)
+        changed = replace(self.options, **options)
+        check_options(changed)
+        return changed
 
     async def send_async(self, *args: P.args, **kwargs: P.kwargs) -> Result[R]:
         """``send`` for asyncio."""
         message = Message(self.name, list(args), kwargs)
         return await self.tasks.send_async(self, message, self.options, None)
+
+    def s(self, *args: Any, **kwargs: Any) -> Signature:
+        """A call not sent yet, for a workflow (canvas.py): ``chain(a.s(1), b.s())``.
+        In a chain it gets the previous step's value as its first argument."""
+        from disque.tasks.canvas import Signature
+
+        return Signature(self, args, kwargs)
+
+    def si(self, *args: Any, **kwargs: Any) -> Signature:
+        """``s`` whose arguments are all it gets (no previous step's value)."""
+        from disque.tasks.canvas import Signature
+
+        return Signature(self, args, kwargs, immutable=True)
+
+
+def check_options(options: TaskOptions) -> None:
+    """Values a worker can run with: said when the call is made, not when it runs."""
+    if options.max_attempts is not None and (
+        not isinstance(options.max_attempts, int) or options.max_attempts < 1
+    ):
+        raise ValueError(f"max_attempts is a whole number >= 1, not {options.max_attempts!r}")
+    if options.time_limit is not None and (
+        not isinstance(options.time_limit, int | float) or options.time_limit <= 0
+    ):
+        raise ValueError(f"time_limit is a number of seconds > 0, not {options.time_limit!r}")
+    serializer(options.serializer)  # an unknown one: said now
+
+
+def worker_options(task: TaskOptions, message: Message) -> TaskOptions:
+    """The options a worker runs a message with: the task's, and the message's own;
+    BadMessage when these are not what a producer of ours writes."""
+    options = message.options
+    wrong = set(options) - WORKER_OPTIONS
+    if wrong:
+        raise BadMessage(f'"options" the worker does not know: {", ".join(sorted(wrong))}')
+    try:
+        changed = replace(task, **options)
+        check_options(changed)
+    except (TypeError, ValueError) as exc:
+        raise BadMessage(f'"options": {exc}') from None
+    return changed
 
 
 class Tasks:
@@ -176,8 +250,9 @@ class Tasks:
         stub: bool = False,
         eager: bool = False,
     ) -> None:
-        if not stub:
-            seed_addresses(nodes)  # a bad seed is an error here, not at the first send
+        if not stub and not eager:
+            nodes = nodes or seeds_from_environment()
+            check_seeds(nodes)  # a bad seed is an error here, not at the first send
         self.nodes = nodes
         self.password = password
         self.tls = tls
@@ -197,7 +272,7 @@ class Tasks:
         self.client_on = ClientOnNodePerThread(
             lambda node: Client(node, password=password, tls=tls, stay=True, connect_timeout=2.0)
         )
-        self.copies: tuple[float, int] = (0.0, 0)  # (when learnt, result copies)
+        self.store = Store(self)
         self.stub: Stub | None = None
         if stub or eager:
             from disque.tasks.stub import Stub
@@ -219,6 +294,7 @@ class Tasks:
         replicate: int | None = None,
         max_attempts: int | None = None,
         time_limit: float | None = None,
+        track_started: bool = False,
         result: bool = False,
         serializer: str = ...,
         timeout_ms: int = ...,
@@ -227,17 +303,18 @@ class Tasks:
     def task(self, *fn: Any, **options: Any) -> Any:
         """Register a function as a task (``@tasks.task`` or ``@tasks.task(...)``).
 
-        ``name``: what messages call it (``module.function``); ``queue``; ``retry``,
-        ``ttl``, ``replicate``: ADDJOB's (seconds, copies); ``max_attempts``;
-        ``time_limit`` (seconds a run may take); ``result``: callers get the return
-        value; ``serializer``: json (default), msgpack or pickle; ``timeout_ms``:
-        ADDJOB's replication timeout."""
+        ``name``: what messages call it (``module.function``); ``queue``; ``retry``
+        (60), ``ttl``, ``replicate``: ADDJOB's (seconds, copies); ``max_attempts``;
+        ``time_limit`` (seconds a run may take); ``track_started``: the result's
+        state says STARTED while a worker runs it; ``result``: callers get the
+        return value; ``serializer``: json (default), msgpack or pickle;
+        ``timeout_ms``: ADDJOB's replication timeout."""
         name: str | None = options.pop("name", None)
         unknown = set(options) - set(TaskOptions.__dataclass_fields__)
         if unknown:
             raise TypeError(f"unknown task option(s): {', '.join(sorted(unknown))}")
         task_options = replace(self.defaults, **options)
-        serializer(task_options.serializer)  # an unknown one: said now
+        check_options(task_options)
 
         def register(function: Callable[P, R]) -> Task[P, R]:
             task_name = name or f"{function.__module__}.{function.__qualname__}"
@@ -278,22 +355,6 @@ class Tasks:
             clients[node] = client
         return client
 
-    def producer_node(self, job_id: str) -> str | None:
-        """The ``host:port`` of the node that made ``job_id`` (the 8 hex digits after
-        ``D-`` are its ID's start), from HELLO; None when unknown or failing.
-
-        A result meets its reader there: the worker adds it on the node the call
-        was added to, and ``get()`` waits on that node, so no federation (seconds
-        when the reader's node asks at the wrong moment) stands between them."""
-        client = self.client()
-        if not client.nodes:
-            client.hello()
-        prefix = job_id[2:10]
-        for node in client.nodes:
-            if node.id.startswith(prefix) and node.host and node.priority < PRIORITY_FAILING:
-                return node.addr
-        return None
-
     # ---- producing --------------------------------------------------------------------
     def send(
         self,
@@ -311,6 +372,11 @@ class Tasks:
             options.queue, body, options.timeout_ms, **add_options(options, delay)
         )
         return Result(self, message.id, job_id, message.reply_to, options.serializer)
+
+    def result(self, message_id: str, serializer: str = "json") -> Result[Any]:
+        """The handle of a call sent with ``result=True``, from its ID alone
+        (``handle.id``), in any process: its ``state``, ``get()``, ``forget()``."""
+        return Result(self, message_id, None, reply_queue(message_id), serializer)
 
     def send_many(
         self, task: Task[Any, Any], messages: list[Message], options: TaskOptions
@@ -348,124 +414,94 @@ class Tasks:
         )
         return Result(self, message.id, job_id, message.reply_to, options.serializer)
 
+    def send_message(
+        self, message: Message, queue: str, add: dict[str, Any], serializer_name: str
+    ) -> None:
+        """ADDJOB of a message made elsewhere (a workflow's step, canvas.py)."""
+        body = message.encode(serializer_name)
+        if self.stub is not None:
+            self.stub.add(message, body, replace(self.defaults, queue=queue))
+            return
+        self.client().add_job(
+            queue,
+            body,
+            int(add.get("timeout_ms") or ADD_TIMEOUT_MS),
+            replicate=add.get("replicate"),
+            retry=add.get("retry"),
+            ttl=add.get("ttl"),
+        )
+
     def prepare_send(self, task: Task[Any, Any], message: Message, options: TaskOptions) -> bytes:
-        if options.result:
-            message.reply_to = f"{options.queue}:result:{message.id}"
+        if options.result and message.reply_to is None:
+            message.reply_to = reply_queue(message.id)
         notify(self.middleware, "before_send", message)
         return message.encode(options.serializer)
 
     # ---- results ----------------------------------------------------------------------
     def fetch_result(self, result: Result[Any], timeout: float | None) -> dict[str, Any]:
-        queue = result._require_reply_queue()
+        result._require_reply_queue()
         if self.stub is not None:
             return self.stub.result_of(result)
-        client, jobs = self.client(), None
-        node = self.producer_node(result.job_id)
-        if node is not None:
-            client = self.client_on(node)
-            try:
-                jobs = client.get_job(queue, timeout=getjob_timeout_ms(timeout))
-            except NoNodeAvailable:  # that node is gone: the result comes anywhere
-                client = self.client()
-        if jobs is None:
-            jobs = client.get_job(queue, timeout=getjob_timeout_ms(timeout))
-        if not jobs:
-            raise ResultTimeout(f"no result for {result.message_id} within {timeout} s")
-        fields = read_result(jobs[0].body, (*self.accept, result.serializer))
-        client.ack(jobs[0].id)
-        return fields
+        return self.store.fetch(result, timeout)
 
     async def fetch_result_async(
         self, result: Result[Any], timeout: float | None
     ) -> dict[str, Any]:
-        queue = result._require_reply_queue()
+        result._require_reply_queue()
         if self.stub is not None:
             return self.stub.result_of(result)
-        client, jobs = self.async_client(), None
-        node = self.producer_node(result.job_id)
-        if node is not None:
-            client = self.async_client(node)
-            try:
-                jobs = await client.get_job(queue, timeout=getjob_timeout_ms(timeout))
-            except NoNodeAvailable:
-                client = self.async_client()
-        if jobs is None:
-            jobs = await client.get_job(queue, timeout=getjob_timeout_ms(timeout))
-        if not jobs:
-            raise ResultTimeout(f"no result for {result.message_id} within {timeout} s")
-        fields = read_result(jobs[0].body, (*self.accept, result.serializer))
-        await client.ack(jobs[0].id)
-        return fields
+        return await self.store.fetch_async(result, timeout)
 
-    def reply(
-        self,
-        job_id: str,
-        message: Message,
-        serializer_name: str,
-        value: Any = None,
-        error: BaseException | None = None,
-    ) -> None:
-        """ADDJOB the result (or the error) to the message's reply queue, on the node
-        the call was added to (see ``producer_node``), else on any."""
-        assert message.reply_to is not None
-        try:
-            body = encode_result(message.id, serializer_name, value, error)
-        except TypeError as exc:  # a value the serializer cannot write: the caller hears it
-            body = encode_result(message.id, serializer_name, error=exc)
+    def peek_state(self, result: Result[Any]) -> dict[str, Any]:
+        result._require_reply_queue()
+        if self.stub is not None:
+            return self.stub.state_of(result)
+        return self.store.peek(result)
+
+    def forget_result(self, result: Result[Any]) -> None:
+        result._require_reply_queue()
+        if self.stub is not None:
+            self.stub.results.pop(result.message_id, None)
+            return
+        self.store.forget(result)
+
+    def reply(self, job_id: str, message: Message, body: bytes) -> None:
+        """Keep the result (or the error) in the message's reply queue."""
         if self.stub is not None:
             self.stub.keep_result(message.id, body)
             return
-        client = self.client()
-        copies = self.result_copies(client)
-        node = self.producer_node(job_id)
-        if node is not None:
-            try:
-                self.add_result(self.client_on(node), message.reply_to, body, copies)
-                return
-            except (NoNodeAvailable, ConnectionLost) as exc:  # (a second copy at worst)
-                log.info("result of %s: its node %s is gone (%s): sent anywhere", job_id, node, exc)
-        self.add_result(client, message.reply_to, body, copies)
-
-    def add_result(self, client: Client, queue: str, body: bytes, copies: int) -> None:
-        client.add_job(
-            queue, body, ADD_TIMEOUT_MS, replicate=copies, retry=RESULT_RETRY, ttl=self.result_ttl
-        )
-
-    def result_copies(self, client: Client) -> int:
-        """2 where two nodes are reachable, else 1 (HELLO, asked every few seconds)."""
-        learnt, copies = self.copies
-        now = time.monotonic()
-        if now - learnt > COPIES_FOR:
-            copies = dead_letter_copies(client)
-            self.copies = (now, copies)
-        return copies
+        self.store.keep_outcome(job_id, message, body)
 
     # ---- running ----------------------------------------------------------------------
     def prepare(self, job: Job) -> Call:
         """The worker's call for a task message (Worker.handler's ``prepare``)."""
         try:
             message, serializer_name = Message.decode(job.body, self.accept)
+            task = self.registry.get(message.task)
+            options = worker_options(task.options, message) if task is not None else None
         except BadMessage as exc:
             return Call(job, raiser(Reject(str(exc))), name="?")
-        task = self.registry.get(message.task)
-        if task is None:
+        if task is None or options is None:
             error = UnknownTask(f"no task {message.task!r} in this worker")
             call = Call(job, raiser(error), name=message.task, message=message)
         else:
-            run = functools.partial(task.fn, *message.args, **message.kwargs)
-            options = task.options
+            run = Run(self, job, task, message, serializer_name)
             call = Call(
                 job,
-                run,
+                run.run_async if task.is_async else run.run,
                 task.is_async,
                 task.name,
                 options.time_limit,
                 options.max_attempts,
                 message,
             )
-        if message.reply_to is not None:
-            call.on_done = functools.partial(self.reply, job.id, message, serializer_name)
-            call.on_given_up = lambda exc: self.reply(job.id, message, serializer_name, error=exc)
+            call.on_done = run.done
+            if options.track_started:
+                call.on_started = run.started
+        if message.reply_to is not None or message.link or message.chord is not None:
+            outcome = Outcome(self, job, message, serializer_name)
+            call.on_given_up = outcome.given_up
+            call.on_retried = outcome.retried
         return call
 
     def queues(self) -> list[str]:
@@ -511,3 +547,26 @@ def raiser(exc: Exception) -> Callable[[], Any]:
 
 def reject_direct_call(job: Job) -> None:  # the handler of a task queue: prepare() runs it
     raise DisqueError("a task queue's jobs run through Tasks.prepare")
+
+
+def seeds_from_environment() -> tuple[str, ...]:
+    """``$DISQUE_NODES`` (``host:port,host:port``); an error when it is not set."""
+    value = os.environ.get(NODES_VARIABLE, "")
+    seeds = tuple(seed.strip() for seed in value.split(",") if seed.strip())
+    if not seeds:
+        raise ValueError(
+            f"Tasks needs the nodes to send to: Tasks('127.0.0.1:7711', ...), or "
+            f"${NODES_VARIABLE}=host:port,... (stub=True for an application's tests)"
+        )
+    return seeds
+
+
+def check_seeds(nodes: Sequence[str | Sequence[str]]) -> None:
+    """Each seed a ``host:port`` (a bare host, which ``Client`` reads as port 7711,
+    is more often a mistake in an application's settings than a wish)."""
+    seed_addresses(nodes)
+    for node in nodes:
+        for seed in [node] if isinstance(node, str) else node:
+            host, sep, port = seed.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"a node is host:port, not {seed!r} (e.g. '127.0.0.1:7711')")

@@ -12,11 +12,19 @@ The body is one map, written by the task's serializer::
   out: none).
 * ``reply_to`` (optional): the queue the worker ADDJOBs the result to.
 * ``meta`` (optional): string to string, for middleware (trace context ...).
+* ``options`` (optional): what the worker runs this call with, over the task's
+  own: ``max_attempts``, ``time_limit``, ``track_started``.
+* ``link`` (optional): the steps of a chain after this one (canvas.py), each a
+  map: the call to send with this call's return value as its first argument.
+* ``chord`` (optional): this call is part ``index`` of a chord of ``size``
+  (canvas.py): its outcome goes to the chord's queue, and the part that
+  completes it sends the ``callback``.
 
 A result is a map too, on the reply queue, in the same serializer::
 
     {"v": 1, "id": "3f2a...", "ok": true, "value": 47}
-    {"v": 1, "id": "3f2a...", "ok": false, "error": {"type": "ValueError", "message": "..."}}
+    {"v": 1, "id": "3f2a...", "ok": false, "error": {"type": "ValueError", "message": "...",
+                                                     "traceback": "Traceback ..."}}
 
 The serializer is told by the body's first byte, so one queue can carry
 several: ``{`` (or leading white space) is JSON, a msgpack map is msgpack
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import traceback
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -155,6 +164,9 @@ class Message:
     id: str = field(default_factory=new_id)
     reply_to: str | None = None
     meta: dict[str, str] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    link: list[dict[str, Any]] = field(default_factory=list)
+    chord: dict[str, Any] | None = None
 
     def encode(self, serializer_name: str = "json") -> bytes:
         fields: dict[str, Any] = {"v": FORMAT, "id": self.id, "task": self.task}
@@ -166,6 +178,12 @@ class Message:
             fields["reply_to"] = self.reply_to
         if self.meta:
             fields["meta"] = self.meta
+        if self.options:
+            fields["options"] = self.options
+        if self.link:
+            fields["link"] = self.link
+        if self.chord is not None:
+            fields["chord"] = self.chord
         return serializer(serializer_name).dumps(fields)
 
     @classmethod
@@ -184,6 +202,17 @@ class Message:
             raise BadMessage('"reply_to" is a queue name')
         if not isinstance(meta, dict):
             raise BadMessage('"meta" is a map')
+        options, link, chord = (
+            fields.get("options", {}),
+            fields.get("link", []),
+            fields.get("chord"),
+        )
+        if not isinstance(options, dict) or not isinstance(link, list | tuple):
+            raise BadMessage('"options" is a map and "link" a list')
+        if not all(isinstance(step, dict) for step in link):
+            raise BadMessage('each step of "link" is a map')
+        if chord is not None and not isinstance(chord, dict):
+            raise BadMessage('"chord" is a map')
         message_id = fields.get("id")
         return (
             cls(
@@ -193,6 +222,9 @@ class Message:
                 id=str(message_id) if message_id is not None else new_id(),
                 reply_to=reply_to,
                 meta={str(k): str(v) for k, v in meta.items()},
+                options=options,
+                link=list(link),
+                chord=chord,
             ),
             name,
         )
@@ -201,10 +233,19 @@ class Message:
 def encode_result(
     message_id: str, serializer_name: str, value: Any = None, error: BaseException | None = None
 ) -> bytes:
-    """The reply job's body: the value, or the error's type and text."""
+    """The reply job's body: the value, or the error's type, text and traceback."""
     fields: dict[str, Any] = {"v": FORMAT, "id": message_id, "ok": error is None}
     if error is None:
         fields["value"] = value
     else:
-        fields["error"] = {"type": type(error).__name__, "message": str(error)}
+        fields["error"] = describe(error)
     return serializer(serializer_name).dumps(fields)
+
+
+def describe(error: BaseException) -> dict[str, str]:
+    """An exception as a result carries it: its class name, text and traceback (the
+    worker's, so that the caller sees where it failed)."""
+    described = {"type": type(error).__name__, "message": str(error)}
+    if error.__traceback__ is not None:
+        described["traceback"] = "".join(traceback.format_exception(error)).rstrip("\n")
+    return described

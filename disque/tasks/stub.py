@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from disque.job import Job
 from disque.middleware import notify
-from disque.tasks.results import Result, ResultTimeout, read_result
+from disque.tasks.message import load
+from disque.tasks.results import PENDING, Result, ResultTimeout, read_result
 from disque.worker import Call, Reject, Retry, notify_before
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ class Stub:
         self.eager = eager
         self.pending: deque[Job] = deque()
         self.results: dict[str, dict[str, Any]] = {}  # message ID -> the result's fields
+        self.chords: dict[str, dict[int, dict[str, Any]]] = {}  # chord ID -> its parts
         self.failures: list[tuple[Job, BaseException]] = []  # calls that failed for good
         self.dead_letters: list[Job] = []
         self.running = False
@@ -100,6 +102,21 @@ class Stub:
 
     def keep_result(self, message_id: str, body: bytes) -> None:
         self.results[message_id] = read_result(body, ("json", "msgpack", "pickle"))
+
+    def state_of(self, result: Result[Any]) -> dict[str, Any]:
+        """A call's state: its outcome once it ran, else PENDING (nothing is run)."""
+        return self.results.get(result.message_id) or {"state": PENDING}
+
+    def chord_part(self, chord: dict[str, Any], body: bytes) -> None:
+        """A chord's part, kept here; the last one sends the callback (canvas.py)."""
+        from disque.tasks.canvas import finish_chord
+
+        fields, _ = load(body, ("json", "msgpack", "pickle"))
+        parts = self.chords.setdefault(str(chord["id"]), {})
+        parts.setdefault(int(fields["index"]), fields)
+        if len(parts) == int(chord["size"]):
+            del self.chords[str(chord["id"])]
+            finish_chord(self.tasks, chord, [parts[i] for i in range(len(parts))])
 
     def result_of(self, result: Result[Any]) -> dict[str, Any]:
         """A call's result, running what is pending first (``get()`` in stub mode)."""

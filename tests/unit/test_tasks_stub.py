@@ -10,10 +10,11 @@ from typing import Any
 import msgpack
 import pytest
 
+from disque.job import Job
 from disque.middleware import Middleware
 from disque.tasks import BadMessage, Message, StubFailure, TaskFailed, Tasks
 from disque.tasks.message import load, sniff
-from disque.worker import Call, Retry
+from disque.worker import Call, Reject, Retry
 
 
 def test_a_message_round_trips_in_each_serializer() -> None:
@@ -169,5 +170,64 @@ def test_task_options_are_checked_when_registered() -> None:
         tasks.task(name="same")(lambda: None)
     with pytest.raises(ValueError, match="stub"):
         tasks.worker()
-    with pytest.raises(TypeError, match="not an option of one call: time_limit"):
-        one.send_with_options(time_limit=3)
+    with pytest.raises(TypeError, match="not an option of one call: name"):
+        one.send_with_options(name="other")
+    with pytest.raises(ValueError, match="max_attempts is a whole number >= 1, not 0"):
+        one.send_with_options(max_attempts=0)
+    with pytest.raises(ValueError, match="time_limit is a number of seconds > 0"):
+        tasks.task(time_limit="soon")
+
+
+def test_workflows_and_states_run_in_stub_mode() -> None:
+    from disque.tasks.canvas import ChordFailed, chain, chord, group
+
+    tasks = stub_app()
+
+    @tasks.task
+    def add(a: int, b: int = 0) -> int:
+        return a + b
+
+    @tasks.task
+    def total(values: list[int]) -> int:
+        return sum(values)
+
+    @tasks.task(max_attempts=1)
+    def explode() -> None:
+        raise ValueError("no")
+
+    chained = chain(add.s(1, 2), add.s(3)).send()
+    grouped = group(add.s(i, i) for i in range(4)).send()
+    chorded = chord([add.s(i) for i in range(4)], total.s()).send()
+    failing = chord([add.s(1), explode.s()], total.s()).send()
+    assert chained.state == "PENDING"
+    tasks.stub.run_pending(fail_fast=False)
+    assert (chained.get(), grouped.get(), chorded.get()) == (6, [0, 2, 4, 6], 6)
+    assert chained.state == "SUCCESS" and tasks.result(chained.id).get() == 6
+    with pytest.raises(TaskFailed, match="part 1 failed: ValueError: no") as failed:
+        failing.get()
+    assert failed.value.type == ChordFailed.__name__
+    with pytest.raises(TypeError, match="a workflow is made of signatures"):
+        chain(add.s(1), add)  # type: ignore[arg-type]
+
+
+def test_a_failure_keeps_its_traceback_and_the_message_its_options() -> None:
+    tasks = stub_app()
+
+    @tasks.task(result=True)
+    def explode(n: int) -> None:
+        raise ValueError(f"bad {n}")
+
+    handle = explode.send_with_options(args=(3,), max_attempts=2, time_limit=5)
+    body = tasks.stub.pending[0].body
+    assert json.loads(body)["options"] == {"max_attempts": 2, "time_limit": 5}
+    tasks.stub.run_pending(fail_fast=False)
+    with pytest.raises(TaskFailed) as failed:
+        handle.get()
+    assert failed.value.traceback is not None
+    assert failed.value.traceback.endswith("ValueError: bad 3")
+    assert handle.traceback == failed.value.traceback and handle.failed()
+    # A message whose options no producer of ours writes: dead-lettered, not run.
+    bad = Message(explode.name, options={"max_attempts": "many"}).encode()
+    call = tasks.prepare(Job(id="D-1", queue="default", body=bad))
+    with pytest.raises(Reject, match='"options": max_attempts is a whole number'):
+        call.run()
