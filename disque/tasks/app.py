@@ -27,9 +27,11 @@ import inspect
 import logging
 import math
 import os
+import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from disque.aio import AsyncClient
@@ -38,7 +40,9 @@ from disque.commands import seed_addresses
 from disque.errors import DisqueError
 from disque.middleware import Middleware, notify
 from disque.tasks.message import DEFAULT_ACCEPT, BadMessage, Message, serializer
+from disque.tasks.ratelimit import RateLimit
 from disque.tasks.results import Result, reply_queue
+from disque.tasks.revoke import Revocations, release_lock, revoke, take_lock
 from disque.tasks.run import Outcome, Run
 from disque.tasks.store import ADD_TIMEOUT_MS, Store
 from disque.worker import Call, Reject, Worker
@@ -62,8 +66,11 @@ NODES_VARIABLE = "DISQUE_NODES"  # Tasks() with no node: its seeds, comma-separa
 
 # The options a worker runs one call with, over the task's: they travel in the message.
 WORKER_OPTIONS = frozenset({"max_attempts", "time_limit", "track_started"})
-PER_CALL = frozenset({"queue", "retry", "ttl", "replicate", "result", "serializer", "timeout_ms"})
+PER_CALL = frozenset(
+    {"queue", "retry", "ttl", "replicate", "result", "serializer", "timeout_ms", "unique_for"}
+)
 PER_CALL |= WORKER_OPTIONS
+UNIQUE_LOCK = "unique_lock"  # in a message's options: the lock its worker deletes (revoke.py)
 
 
 class UnknownTask(Exception):
@@ -92,6 +99,8 @@ class TaskOptions:
     time_limit: float | None = None
     track_started: bool = False
     result: bool = False
+    unique_for: int | None = None
+    rate_limit: str | None = None
     serializer: str = "json"
     timeout_ms: int = ADD_TIMEOUT_MS
 
@@ -131,10 +140,16 @@ class Task(Generic[P, R]):
         args: Sequence[Any] = (),
         kwargs: dict[str, Any] | None = None,
         delay: float | None = None,
+        eta: datetime | None = None,
         **options: Any,
     ) -> Result[R]:
         """Queue a call, some options changed for it: ``delay`` (seconds before it
-        can run) and any of ``Tasks.task``'s but ``name``."""
+        can run) or ``eta`` (a datetime: when; a naive one is local time), and any
+        of ``Tasks.task``'s but ``name`` and ``rate_limit``."""
+        if eta is not None:
+            if delay is not None:
+                raise TypeError("a call says delay= or eta=, not both")
+            delay = max(0.0, eta.timestamp() - time.time())
         message, call_options = self.message(args, kwargs or {}, options)
         return self.tasks.send(self, message, call_options, delay)
 
@@ -211,13 +226,19 @@ def check_options(options: TaskOptions) -> None:
         not isinstance(options.time_limit, int | float) or options.time_limit <= 0
     ):
         raise ValueError(f"time_limit is a number of seconds > 0, not {options.time_limit!r}")
+    if options.unique_for is not None and (
+        not isinstance(options.unique_for, int) or options.unique_for < 1
+    ):
+        raise ValueError(f"unique_for is a whole number of seconds, not {options.unique_for!r}")
+    if options.rate_limit is not None:
+        RateLimit(options.rate_limit)
     serializer(options.serializer)  # an unknown one: said now
 
 
 def worker_options(task: TaskOptions, message: Message) -> TaskOptions:
     """The options a worker runs a message with: the task's, and the message's own;
     BadMessage when these are not what a producer of ours writes."""
-    options = message.options
+    options = {k: v for k, v in message.options.items() if k != UNIQUE_LOCK}
     wrong = set(options) - WORKER_OPTIONS
     if wrong:
         raise BadMessage(f'"options" the worker does not know: {", ".join(sorted(wrong))}')
@@ -273,6 +294,8 @@ class Tasks:
             lambda node: Client(node, password=password, tls=tls, stay=True, connect_timeout=2.0)
         )
         self.store = Store(self)
+        self.revocations = Revocations(self)
+        self.rate_limits: dict[str, RateLimit] = {}  # task name -> its limit (workers)
         self.stub: Stub | None = None
         if stub or eager:
             from disque.tasks.stub import Stub
@@ -298,6 +321,8 @@ class Tasks:
         result: bool = False,
         serializer: str = ...,
         timeout_ms: int = ...,
+        unique_for: int | None = None,
+        rate_limit: str | None = None,
     ) -> Callable[[Callable[P, R]], Task[P, R]]: ...
 
     def task(self, *fn: Any, **options: Any) -> Any:
@@ -308,7 +333,10 @@ class Tasks:
         ``time_limit`` (seconds a run may take); ``track_started``: the result's
         state says STARTED while a worker runs it; ``result``: callers get the
         return value; ``serializer``: json (default), msgpack or pickle;
-        ``timeout_ms``: ADDJOB's replication timeout."""
+        ``timeout_ms``: ADDJOB's replication timeout; ``unique_for``: seconds a call
+        with the same arguments is refused while one is queued or running
+        (revoke.py); ``rate_limit``: ``"10/s"``, ``"/m"`` or ``"/h"``, per worker
+        process (ratelimit.py)."""
         name: str | None = options.pop("name", None)
         unknown = set(options) - set(TaskOptions.__dataclass_fields__)
         if unknown:
@@ -322,23 +350,41 @@ class Tasks:
                 raise ValueError(f"two tasks are called {task_name!r}")
             task = Task(self, function, task_name, task_options)
             self.registry[task_name] = task
+            if task_options.rate_limit is not None:
+                self.rate_limits[task_name] = RateLimit(task_options.rate_limit)
             return task
 
         return register(*fn) if fn else register
 
     def periodic(
-        self, every: int, *, name: str | None = None, **options: Any
+        self,
+        every: int | None = None,
+        *,
+        cron: str | None = None,
+        timezone: str = "UTC",
+        name: str | None = None,
+        **options: Any,
     ) -> Callable[[Callable[[], R]], Task[[], R]]:
-        """Register a task that runs every ``every`` seconds, once per tick across all
-        workers (periodic.py: the schedule is a job in the cluster itself)."""
+        """Register a task that runs every ``every`` seconds, or at the times of a
+        ``cron`` expression (``"*/15 * * * *"``, in ``timezone``), once per tick
+        across all workers (periodic.py: the schedule is a job in the cluster)."""
         from disque.tasks.periodic import Schedule
 
-        if every < 1:
+        if (every is None) == (cron is None):
+            raise ValueError("a periodic task says every=<seconds> or cron=<expression>")
+        if every is not None and every < 1:
             raise ValueError("a periodic task runs at most every second (every >= 1)")
+        if cron is not None:
+            Schedule.of_cron("", cron, "", timezone)  # a wrong expression: said now
 
         def register(function: Callable[[], R]) -> Task[[], R]:
             task = self.task(name=name, **options)(function)
-            self.schedules[task.name] = Schedule(task.name, every, task.options.queue)
+            queue = task.options.queue
+            self.schedules[task.name] = (
+                Schedule(task.name, every, queue)
+                if every is not None
+                else Schedule.of_cron(task.name, str(cron), queue, timezone)
+            )
             return task
 
         return register
@@ -365,13 +411,53 @@ class Tasks:
         client: Client | None = None,
     ) -> Result[Any]:
         """ADDJOB of the message (on ``client``'s node when given)."""
+        if options.unique_for is not None:
+            self.take_lock(message, options.unique_for)
         body = self.prepare_send(task, message, options)
         if self.stub is not None:
             return self.stub.add(message, body, options)
-        job_id = (client or self.client()).add_job(
-            options.queue, body, options.timeout_ms, **add_options(options, delay)
-        )
+        try:
+            job_id = (client or self.client()).add_job(
+                options.queue, body, options.timeout_ms, **add_options(options, delay)
+            )
+        except DisqueError:
+            self.release_lock(message)  # not queued: the next send may try again
+            raise
         return Result(self, message.id, job_id, message.reply_to, options.serializer)
+
+    def take_lock(self, message: Message, seconds: int) -> None:
+        if self.stub is not None:
+            self.stub.take_lock(message)
+        else:
+            take_lock(self, message, seconds)
+
+    def take_locks(self, messages: list[Message], seconds: int) -> None:
+        """Each call's lock, or none of them (AlreadyQueued for the first refused)."""
+        taken: list[Message] = []
+        try:
+            for message in messages:
+                self.take_lock(message, seconds)
+                taken.append(message)
+        except DisqueError:
+            for message in taken:
+                self.release_lock(message)
+            raise
+
+    def release_lock(self, message: Message) -> None:
+        lock = message.options.get(UNIQUE_LOCK)
+        if self.stub is not None:
+            self.stub.release_lock(message)
+        elif isinstance(lock, dict):
+            release_lock(self, lock)
+
+    def revoke(self, call: Result[Any] | str) -> None:
+        """Cancel a call (its handle, or its ID): it does not run if it has not
+        started (revoke.py says how); its result says REVOKED."""
+        message_id, job_id = (call, None) if isinstance(call, str) else (call.id, call.job_id)
+        if self.stub is not None:
+            self.stub.revoke(message_id)
+            return
+        revoke(self, message_id, job_id)
 
     def result(self, message_id: str, serializer: str = "json") -> Result[Any]:
         """The handle of a call sent with ``result=True``, from its ID alone
@@ -381,6 +467,8 @@ class Tasks:
     def send_many(
         self, task: Task[Any, Any], messages: list[Message], options: TaskOptions
     ) -> list[Result[Any]]:
+        if options.unique_for is not None:
+            self.take_locks(messages, options.unique_for)
         bodies = [self.prepare_send(task, message, options) for message in messages]
         if self.stub is not None:
             return [
@@ -405,6 +493,8 @@ class Tasks:
     async def send_async(
         self, task: Task[Any, Any], message: Message, options: TaskOptions, delay: float | None
     ) -> Result[Any]:
+        if options.unique_for is not None:
+            await asyncio.to_thread(self.take_lock, message, options.unique_for)
         body = self.prepare_send(task, message, options)
         if self.stub is not None:
             return self.stub.add(message, body, options)
@@ -481,6 +571,10 @@ class Tasks:
             options = worker_options(task.options, message) if task is not None else None
         except BadMessage as exc:
             return Call(job, raiser(Reject(str(exc))), name="?")
+        if self.stub is None and self.revocations.revoked(message.id):
+            log.info("call %s of %s revoked: not run", message.id, message.task)
+            self.release_lock(message)
+            return Call(job, lambda: None, name=message.task, message=message)
         if task is None or options is None:
             error = UnknownTask(f"no task {message.task!r} in this worker")
             call = Call(job, raiser(error), name=message.task, message=message)
@@ -498,7 +592,12 @@ class Tasks:
             call.on_done = run.done
             if options.track_started:
                 call.on_started = run.started
-        if message.reply_to is not None or message.link or message.chord is not None:
+        if (
+            message.reply_to is not None
+            or message.link
+            or message.chord is not None
+            or UNIQUE_LOCK in message.options
+        ):
             outcome = Outcome(self, job, message, serializer_name)
             call.on_given_up = outcome.given_up
             call.on_retried = outcome.retried

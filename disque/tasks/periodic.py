@@ -21,16 +21,22 @@ tick. One GETJOB gets a tick, so it fires once however many workers run.
 * At-least-once, as every job: a worker that dies between sending the call and
   acknowledging the tick makes that tick fire again (after the RETRY).
 * Ticks are whole seconds (DELAY is), queued within a second of their plan.
+* A cron schedule (``cron="0 3 * * *"``, read by croniter, in ``timezone``,
+  UTC unless said) plans each tick at the expression's next time; its first
+  tick is due at the next of them, not at once.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from disque.client import Client
 from disque.errors import DisqueError
@@ -52,8 +58,42 @@ TICK_RETRY_MAX = 60  # a tick whose node was lost is queued by another one withi
 @dataclass(frozen=True)
 class Schedule:
     task: str  # the task's name
-    every: int  # seconds
+    every: int  # seconds (a cron schedule: the shortest gap between two of its times)
     queue: str  # where its calls go
+    cron: str | None = None  # "*/5 * * * *", in ``timezone``
+    timezone: str = "UTC"
+
+    @classmethod
+    def of_cron(cls, task: str, cron: str, queue: str, timezone: str = "UTC") -> Schedule:
+        """A cron schedule (croniter reads the expression); ValueError when it is
+        not one, or the timezone is unknown."""
+        zone = zone_named(timezone)
+        croniter = cron_parser()
+        if not croniter.is_valid(cron):
+            raise ValueError(f"not a cron expression: {cron!r}")
+        start = datetime.now(zone).replace(second=0, microsecond=0)
+        times = croniter(cron, start)
+        fires = [times.get_next(float) for _ in range(8)]
+        every = max(1, int(min(b - a for a, b in itertools.pairwise(fires))))
+        return cls(task, every, queue, cron, timezone)
+
+    def first_due(self, now: int) -> int:
+        """When the first tick is due: at once, or a cron schedule's next time."""
+        return now if self.cron is None else self.cron_after(now)
+
+    def next_due(self, due: int, now: int) -> int:
+        """The tick after one planned at ``due``: a period later (a cron schedule: its
+        next time), from now when that is past already (missed ticks are not made up)."""
+        if self.cron is not None:
+            following = self.cron_after(due)
+            return following if following > now else self.cron_after(now)
+        every_ms = self.every * 1000
+        return due + every_ms if due + every_ms > now else now + every_ms
+
+    def cron_after(self, ms: int) -> int:
+        assert self.cron is not None
+        after = datetime.fromtimestamp(ms / 1000, zone_named(self.timezone))
+        return int(cron_parser()(self.cron, after).get_next(float) * 1000)
 
     @property
     def tick_queue(self) -> str:
@@ -64,8 +104,30 @@ class Schedule:
         return min(max(5, self.every), TICK_RETRY_MAX)
 
     def tick_body(self, due_ms: int) -> bytes:
-        fields = {"v": FORMAT, "periodic": self.task, "every": self.every, "due": due_ms}
+        fields: dict[str, object] = {"v": FORMAT, "periodic": self.task, "every": self.every}
+        if self.cron is not None:
+            fields["cron"] = self.cron
+        fields["due"] = due_ms
         return json.dumps(fields).encode()
+
+
+def cron_parser() -> Any:
+    try:
+        from croniter import croniter  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        raise ImportError(
+            "cron schedules need croniter: pip install 'disque-py-client[cron]'"
+        ) from None
+    return croniter
+
+
+def zone_named(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"unknown timezone {name!r} (an IANA name: 'UTC', 'Europe/Paris')"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -85,8 +147,14 @@ def start_schedules(tasks: Tasks, client: Client) -> None:
     for schedule in tasks.schedules.values():
         try:
             if not live_ticks(client, schedule):
-                add_tick(client, schedule, now_ms())
-                log.info("periodic %s: every %d s, first tick now", schedule.task, schedule.every)
+                due = schedule.first_due(now_ms())
+                add_tick(client, schedule, due)
+                log.info(
+                    "periodic %s: %s, first tick in %d s",
+                    schedule.task,
+                    f"cron {schedule.cron!r}" if schedule.cron else f"every {schedule.every} s",
+                    max(0, (due - now_ms()) // 1000),
+                )
         except DisqueError as exc:  # the next worker to start adds it
             log.warning("periodic %s: could not check its tick (%s)", schedule.task, exc)
 
@@ -169,7 +237,4 @@ class Ticker:
         return False
 
     def next_due(self, due: int) -> int:
-        """A period after the planned time; from now when that is past already."""
-        every_ms = self.schedule.every * 1000
-        now = now_ms()
-        return due + every_ms if due + every_ms > now else now + every_ms
+        return self.schedule.next_due(due, now_ms())

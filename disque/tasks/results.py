@@ -32,7 +32,8 @@ STARTED = "STARTED"  # a worker runs it (tasks with track_started)
 RETRY = "RETRY"  # it failed and runs again
 SUCCESS = "SUCCESS"
 FAILURE = "FAILURE"
-FINAL = frozenset({SUCCESS, FAILURE})
+REVOKED = "REVOKED"  # cancelled before it ran (revoke.py)
+FINAL = frozenset({SUCCESS, FAILURE, REVOKED})
 
 
 def reply_queue(message_id: str) -> str:
@@ -111,7 +112,8 @@ class Result(Generic[R]):
 
     @property
     def state(self) -> str:
-        """PENDING, STARTED, RETRY, SUCCESS or FAILURE, as the cluster has it now."""
+        """PENDING, STARTED, RETRY, SUCCESS, FAILURE or REVOKED, as the cluster has it
+        now."""
         return str(self.info.get("state", PENDING))
 
     @property
@@ -125,7 +127,7 @@ class Result(Generic[R]):
             self._settle(record)
         if self._error is not None:
             error = {"type": self._error.type, "message": self._error.message}
-            return {"state": FAILURE, "error": error}
+            return {"state": failure_state(error), "error": error}
         return {"state": SUCCESS, "value": self._value}
 
     def ready(self) -> bool:
@@ -143,6 +145,10 @@ class Result(Generic[R]):
         """The worker's traceback of a failed call (None otherwise)."""
         self.ready()
         return self._error.traceback if self._error is not None else None
+
+    def revoke(self) -> None:
+        """Cancel the call: it does not run if it has not started (``Tasks.revoke``)."""
+        self.tasks.revoke(self)
 
     def forget(self) -> None:
         """Delete the kept outcome and state now, before their TTL."""
@@ -182,8 +188,13 @@ def read_result(body: bytes, accept: tuple[str, ...]) -> dict[str, Any]:
     fields, _ = load(body, accept)
     if "ok" not in fields or fields.get("v") != FORMAT:
         raise BadMessage("not a task result")
-    fields["state"] = SUCCESS if fields["ok"] else FAILURE
+    fields["state"] = SUCCESS if fields["ok"] else failure_state(fields.get("error"))
     return fields
+
+
+def failure_state(error: Any) -> str:
+    """FAILURE, or REVOKED for a call cancelled before it ran."""
+    return REVOKED if isinstance(error, dict) and error.get("type") == "Revoked" else FAILURE
 
 
 def read_state(body: bytes, accept: tuple[str, ...]) -> dict[str, Any]:

@@ -38,9 +38,15 @@ class Run:
         self.body: bytes | None = None  # the result, encoded as it returned
 
     def run(self) -> Any:
+        limit = self.tasks.rate_limits.get(self.task.name)
+        if limit is not None:
+            limit.wait()
         return self.checked(self.task.fn(*self.message.args, **self.message.kwargs))
 
     async def run_async(self) -> Any:
+        limit = self.tasks.rate_limits.get(self.task.name)
+        if limit is not None:
+            await limit.wait_async()
         return self.checked(await self.task.fn(*self.message.args, **self.message.kwargs))
 
     def checked(self, value: Any) -> Any:
@@ -70,6 +76,7 @@ class Run:
             canvas.send_next(self.tasks, message, value)
         if message.chord is not None:
             canvas.chord_part_done(self.tasks, message.chord, value=value)
+        self.tasks.release_lock(message)
 
 
 class Outcome:
@@ -103,3 +110,4 @@ class Outcome:
             canvas.chain_failed(self.tasks, message, error)
         if message.chord is not None:
             canvas.chord_part_done(self.tasks, message.chord, error=error)
+        self.tasks.release_lock(message)

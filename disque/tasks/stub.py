@@ -45,6 +45,7 @@ class Stub:
         self.pending: deque[Job] = deque()
         self.results: dict[str, dict[str, Any]] = {}  # message ID -> the result's fields
         self.chords: dict[str, dict[int, dict[str, Any]]] = {}  # chord ID -> its parts
+        self.locks: set[str] = set()  # unique tasks' calls waiting or running
         self.failures: list[tuple[Job, BaseException]] = []  # calls that failed for good
         self.dead_letters: list[Job] = []
         self.running = False
@@ -102,6 +103,31 @@ class Stub:
 
     def keep_result(self, message_id: str, body: bytes) -> None:
         self.results[message_id] = read_result(body, ("json", "msgpack", "pickle"))
+
+    def take_lock(self, message: Message) -> None:
+        """A unique task's call: refused while another with its arguments waits."""
+        from disque.tasks.revoke import AlreadyQueued, unique_key
+
+        key = unique_key(message)
+        if key in self.locks:
+            raise AlreadyQueued(f"{message.task} with these arguments is queued already")
+        self.locks.add(key)
+        message.options["unique_lock"] = {"node": "stub", "job": key}
+
+    def release_lock(self, message: Message) -> None:
+        lock = message.options.get("unique_lock")
+        if isinstance(lock, dict):
+            self.locks.discard(str(lock.get("job")))
+
+    def revoke(self, message_id: str) -> None:
+        """A call revoked: taken out of what waits, its result REVOKED."""
+        from disque.tasks.message import encode_result
+        from disque.tasks.revoke import Revoked
+
+        job_id = f"stub-{message_id}"
+        self.pending = deque(job for job in self.pending if job.id != job_id)
+        error = Revoked(f"call {message_id} revoked")
+        self.keep_result(message_id, encode_result(message_id, "json", error=error))
 
     def state_of(self, result: Result[Any]) -> dict[str, Any]:
         """A call's state: its outcome once it ran, else PENDING (nothing is run)."""

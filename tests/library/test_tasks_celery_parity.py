@@ -1,18 +1,21 @@
 """What a Celery user expects of tasks, on a real 3-node cluster, with the
 producer on node 1, the worker on node 2 and the result's reader on node 3:
 per-call options, defaults, results with state read by ID, remote tracebacks,
-and workflows (chain, group, chord)."""
+workflows (chain, group, chord), revoke, unique tasks, cron schedules, ETAs
+and rate limits."""
 
 from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from disque.tasks import TaskFailed, Tasks
 from disque.tasks.canvas import ChordFailed, chain, chord, group
+from disque.tasks.revoke import AlreadyQueued
 from testkit.nodes import ClusterOfNodes, wait_for
 from testkit.workers import addr, running
 
@@ -210,3 +213,125 @@ def test_a_failing_step_ends_its_chain_and_its_chord_with_the_error(
     assert (failed_chain.value.type, failed_chain.value.message) == ("ValueError", "bad input 3")
     assert failed_chord.value.type == ChordFailed.__name__
     assert failed_chord.value.message == "part 1 failed: ValueError: bad input 3"
+
+
+def test_revoke_cancels_a_queued_call_and_one_a_worker_already_holds(
+    cluster3: ClusterOfNodes, tmp_path: Path
+) -> None:
+    producer, consumer, reader = three_apps(cluster3)
+    ran = tmp_path / "ran"
+    ran.write_text("")
+    for app in (producer, consumer):
+
+        @app.task(name="r.note", queue="revocable", replicate=2, result=True)
+        def note(word: str) -> str:
+            with open(ran, "a") as out:
+                out.write(word + "\n")
+            return word
+
+    queued = producer.registry["r.note"].send("queued")
+    by_id = producer.registry["r.note"].send_with_options(args=("by-id",), delay=2)
+    producer.revoke(queued)  # its job is acknowledged: on no node any more
+    assert all(n.call("SHOW", queued.job_id) is None for n in cluster3)
+    reader.revoke(by_id.id)  # known by its ID alone: a revocation the worker reads
+    kept = producer.registry["r.note"].send("kept")
+    with running(consumer.worker(fetch_timeout_ms=200)):
+        assert reader.result(kept.id).get(timeout=20) == "kept"
+        wait_for(
+            lambda: all(n.call("SHOW", by_id.job_id) is None for n in cluster3),
+            timeout=20,
+            message="the revoked call acknowledged once due, not run",
+        )
+    assert ran.read_text().split() == ["kept"]
+    for handle in (queued, by_id):
+        result = reader.result(handle.id)
+        assert result.state == "REVOKED" and result.ready() and not result.failed()
+        with pytest.raises(TaskFailed, match="Revoked: call .* revoked"):
+            result.get(timeout=5)
+
+
+def test_a_unique_task_refuses_a_second_call_until_the_first_ends(
+    cluster3: ClusterOfNodes,
+) -> None:
+    producer, consumer, reader = three_apps(cluster3)
+    other_producer = Tasks(addr(cluster3[2]))
+    for app in (producer, consumer, other_producer):
+
+        @app.task(name="q.report", queue="unique", replicate=2, result=True, unique_for=60)
+        def report(day: str) -> str:
+            return f"report {day}"
+
+    first = producer.registry["q.report"].send("monday")
+    with pytest.raises(AlreadyQueued, match="q.report with these arguments is queued"):
+        other_producer.registry["q.report"].send("monday")  # from another node too
+    tuesday = other_producer.registry["q.report"].send("tuesday")  # other arguments
+    with running(consumer.worker(fetch_timeout_ms=200)):
+        assert reader.result(first.id).get(timeout=20) == "report monday"
+        assert reader.result(tuesday.id).get(timeout=20) == "report tuesday"
+        wait_for(
+            lambda: not any(n.call("QLEN", q) for n in cluster3 for q in unique_queues(n)),
+            timeout=10,
+            message="the locks deleted as the calls ended",
+        )
+        again = other_producer.registry["q.report"].send("monday")
+        assert reader.result(again.id).get(timeout=20) == "report monday"
+
+
+def unique_queues(node) -> list[str]:
+    cursor, names = b"0", []
+    while True:
+        cursor, batch = node.call("QSCAN", cursor, "COUNT", "100")
+        names += [n.decode() for n in batch if n.startswith(b"unique:")]
+        if cursor == b"0":
+            return names
+
+
+def test_a_cron_schedule_fires_at_its_times_once_across_workers(
+    cluster3: ClusterOfNodes, tmp_path: Path
+) -> None:
+    fired = tmp_path / "fired"
+    fired.write_text("")
+    apps = [Tasks(addr(n)) for n in cluster3[1:]]
+    for app in apps:
+
+        @app.periodic(cron="* * * * * */2", name="c.tick", queue="cron", replicate=2)
+        def tick() -> None:  # croniter's sixth field: seconds, here every even one
+            with open(fired, "a") as out:
+                out.write(f"{time.time()}\n")
+
+    with running(*(app.worker(fetch_timeout_ms=200) for app in apps)):
+        wait_for(lambda: len(fired.read_text().split()) >= 3, timeout=30, message="3 ticks")
+    times = [float(t) for t in fired.read_text().split()]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert all(1.0 < gap < 3.5 for gap in gaps), gaps  # one call per tick, about 2 s apart
+    with pytest.raises(ValueError, match="not a cron expression"):
+        apps[0].periodic(cron="every monday")
+    with pytest.raises(ValueError, match="every=<seconds> or cron=<expression>"):
+        apps[0].periodic(every=5, cron="* * * * *")
+
+
+def test_an_eta_and_a_rate_limit(cluster3: ClusterOfNodes, tmp_path: Path) -> None:
+    producer, consumer, reader = three_apps(cluster3)
+    starts = tmp_path / "starts"
+    starts.write_text("")
+    for app in (producer, consumer):
+
+        @app.task(name="l.stamp", queue="limited", replicate=2, result=True, rate_limit="4/s")
+        def stamp(i: int) -> float:
+            with open(starts, "a") as out:
+                out.write(f"{time.time()}\n")
+            return time.time()
+
+    stamped = producer.registry["l.stamp"]
+    eta = datetime.now(UTC) + timedelta(seconds=2)
+    later = stamped.send_with_options(args=(0,), eta=eta)
+    handles = [stamped.send(i) for i in range(1, 9)]
+    with running(consumer.worker(concurrency=8, fetch_timeout_ms=200)):
+        assert reader.result(later.id).get(timeout=20) >= eta.timestamp()
+        for handle in handles:
+            reader.result(handle.id).get(timeout=20)
+    times = sorted(float(t) for t in starts.read_text().split())
+    first_eight = times[:8]
+    assert first_eight[-1] - first_eight[0] >= 7 * 0.25 - 0.05  # 4 a second, evenly spaced
+    with pytest.raises(ValueError, match='a rate limit is "<calls>/s"'):
+        producer.task(name="l.bad", rate_limit="fast")
