@@ -1,15 +1,18 @@
 """Prometheus metrics of a worker (``disque-worker --metrics-port``): jobs
-processed, failed, retried and dead-lettered, and handler seconds, by queue."""
+processed, failed, retried and dead-lettered, and handler seconds, by queue and
+task (a task's name; "" for a plain handler's job)."""
 
 from __future__ import annotations
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
+LABELS = ("queue", "task")
+
 
 class WorkerMetrics:
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         def counter(name: str, doc: str) -> Counter:
-            return Counter(f"disque_worker_jobs_{name}", doc, ["queue"], registry=registry)
+            return Counter(f"disque_worker_jobs_{name}", doc, LABELS, registry=registry)
 
         self.processed = counter("processed", "Jobs handled and acknowledged")
         self.failed = counter("failed", "Handler runs that raised")
@@ -20,6 +23,6 @@ class WorkerMetrics:
         self.handler_seconds = Histogram(
             "disque_worker_handler_seconds",
             "Time spent in handlers",
-            ["queue"],
+            LABELS,
             registry=registry,
         )

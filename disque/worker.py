@@ -232,6 +232,7 @@ class Worker:
         self.monitors: list[tuple[float, Callable[[dict[str, int]], None]]] = []
         self.on_start: list[Callable[[Client], None]] = []  # run with the client, at start
         self.metrics: WorkerMetrics | None = None  # Prometheus counters, when asked for
+        self.tasks_acked: dict[str, str] = {}  # job ID -> task, done and not acked (metrics)
         self.nack_delay = True  # False once a node refused NACK ... DELAY
         self.running: dict[str, Running] = {}
         self.abandoned: set[str] = set()  # NACKed at the end of the grace period
@@ -473,7 +474,8 @@ class Worker:
             self.done(job, call, result)
         finally:
             if self.metrics is not None:
-                self.metrics.handler_seconds.labels(job.queue).observe(time.monotonic() - started)
+                seconds = time.monotonic() - started
+                self.metrics.handler_seconds.labels(job.queue, task_of(call)).observe(seconds)
             with self.lock:
                 self.running.pop(job.id, None)
             self.slots.release()
@@ -512,6 +514,9 @@ class Worker:
                 log.warning("job %s: its result could not be kept (%s)", job.id, exc)
                 return
         assert self.acks is not None
+        if self.metrics is not None and call.message is not None:
+            with self.lock:
+                self.tasks_acked[job.id] = call.name
         self.acks.add(job)
 
     def acknowledge(self, jobs: list[Job]) -> None:
@@ -524,7 +529,9 @@ class Worker:
             )
             return
         for job in jobs:
-            self.count("processed", job.queue)
+            with self.lock:
+                task = self.tasks_acked.pop(job.id, "")
+            self.count("processed", job.queue, task)
 
     def failed(self, route: Route, job: Job, exc: Exception, call: Call) -> None:
         if job.id in self.abandoned:
@@ -534,7 +541,7 @@ class Worker:
         error = f"{type(exc).__name__}: {exc}"
         asked = isinstance(exc, Retry)  # (asked for, not failed: no traceback)
         if not asked:
-            self.count("failed", job.queue)
+            self.count("failed", job.queue, task_of(call))
             notify(self.middleware, "on_failure", call, exc)
         if job.at_most_once:
             self.drop(route, job, attempts, exc, call)
@@ -547,7 +554,7 @@ class Worker:
                 attempts,
                 exc_info=None if asked or isinstance(exc, Reject) else exc,
             )
-            if self.bury(route.dead_letter, job, attempts, error):
+            if self.bury(route.dead_letter, job, attempts, error, task_of(call)):
                 notify(self.middleware, "on_dead_letter", call, exc, route.dead_letter)
                 self.give_up(call, exc)
             return
@@ -576,7 +583,7 @@ class Worker:
                 job.id,
             )
         notify(self.middleware, "on_retry", call, exc, delay)
-        self.count("retried", job.queue)
+        self.count("retried", job.queue, task_of(call))
         if call.on_retried is not None:
             try:
                 call.on_retried(exc, delay, attempts)
@@ -609,7 +616,7 @@ class Worker:
         is left to run)."""
         if route.dead_letter is not None and route.dead_letter_at_most_once:
             error = f"{type(exc).__name__}: {exc}"
-            if self.bury(route.dead_letter, job, attempts, error):
+            if self.bury(route.dead_letter, job, attempts, error, task_of(call)):
                 notify(self.middleware, "on_dead_letter", call, exc, route.dead_letter)
                 self.give_up(call, exc)
             return
@@ -620,12 +627,12 @@ class Worker:
             job.queue,
             exc_info=exc,
         )
-        self.count("dropped", job.queue)
+        self.count("dropped", job.queue, task_of(call))
         self.give_up(call, exc)
         with contextlib.suppress(DisqueError):
             self.client().ack(job.id)
 
-    def bury(self, queue: str, job: Job, attempts: int, error: str) -> bool:
+    def bury(self, queue: str, job: Job, attempts: int, error: str, task: str = "") -> bool:
         """Dead-letter: ADDJOB there first (on 2 nodes when the cluster has them),
         then ACKJOB; never the other way round. False when the ADDJOB failed."""
         client = self.client()
@@ -653,12 +660,12 @@ class Worker:
             attempts,
             error,
         )
-        self.count("dead_lettered", job.queue)
+        self.count("dead_lettered", job.queue, task)
         return True
 
-    def count(self, what: str, queue: str) -> None:
+    def count(self, what: str, queue: str, task: str = "") -> None:
         if self.metrics is not None:
-            getattr(self.metrics, what).labels(queue).inc()
+            getattr(self.metrics, what).labels(queue, task).inc()
 
     # ---- side threads -----------------------------------------------------------------
     def keep_alive(self) -> None:
@@ -712,7 +719,7 @@ class Worker:
             item.job.queue,
             limit,
         )
-        self.count("timed_out", item.job.queue)
+        self.count("timed_out", item.job.queue, task_of(item.call))
         notify(self.middleware, "on_time_limit", item.call, limit)
 
     def watch(self, every: float, fn: Callable[[dict[str, int]], None]) -> None:
@@ -732,6 +739,11 @@ def notify_before(middleware: list[Middleware], call: Call) -> None:
     """``before`` hooks: what they raise fails the job (see middleware.py)."""
     for item in middleware:
         item.before(call)
+
+
+def task_of(call: Call | None) -> str:
+    """The metrics' ``task`` label: a task's name, "" for a plain handler's job."""
+    return call.name if call is not None and call.message is not None else ""
 
 
 def dead_letter_copies(client: Client) -> int:

@@ -149,7 +149,15 @@ def test_a_task_past_its_time_limit_is_stopped_counted_and_queued_again(
         assert handle.get(timeout=30) == "done"
     assert stopped.is_set() and len(runs) == 2
     assert runs[1] - runs[0] < 10, "queued again by the NACK, not after its RETRY of 30 s"
-    assert worker.metrics.timed_out.labels("slow")._value.get() == 1
+    metrics = worker.metrics
+    assert metrics.timed_out.labels("slow", crunch.name)._value.get() == 1  # by task
+    assert metrics.failed.labels("slow", crunch.name)._value.get() == 1
+    wait_for(
+        lambda: metrics.processed.labels("slow", crunch.name)._value.get() == 1,
+        timeout=5,
+        message="the second run counted processed, under its task",
+    )
+    assert metrics.processed.labels("slow", "")._value.get() == 0
     assert recorder.hooks(crunch.name)[:4] == [
         "before_send",
         "before",

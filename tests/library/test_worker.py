@@ -398,7 +398,7 @@ def test_the_readme_worker_example_runs_with_metrics(
         def processed() -> float:
             with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as page:
                 text = page.read().decode()
-            line = 'disque_worker_jobs_processed_total{queue="emails"} '
+            line = 'disque_worker_jobs_processed_total{queue="emails",task=""} '
             return float(text.split(line, 1)[1].split("\n", 1)[0]) if line in text else 0.0
 
         wait_for(lambda: processed() == 3.0, timeout=10, message="3 jobs in the metrics")

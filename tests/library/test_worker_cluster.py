@@ -254,7 +254,7 @@ def test_a_failing_retry_0_job_is_dropped_and_said_so(
     assert runs.count(dropped) == 1 and runs.count(kept) == 1
     assert f"job {dropped} of once failed and is dropped" in caplog.text
     assert "KeyError: 'no such user'" in caplog.text and "Traceback" in caplog.text
-    assert worker.metrics.dropped.labels("once")._value.get() == 1
+    assert worker.metrics.dropped.labels("once", "")._value.get() == 1
     assert not dead_letters(list(cluster3), "once:dead")
     wait_for(lambda: not known_anywhere(cluster3, dropped), message="the dropped job acked")
 
