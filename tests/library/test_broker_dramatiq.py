@@ -175,3 +175,35 @@ def test_results_cross_three_nodes_none_lost_none_late(cluster3: ClusterOfNodes)
     finally:
         producer.close()
         workers.close()
+
+
+def test_dramatiqs_pipeline_across_three_nodes(cluster3: ClusterOfNodes) -> None:
+    """Dramatiq's own pipeline (each actor's result passed to the next by its
+    Pipelines middleware): sent on node 1, run on node 2, the last result read on
+    node 3."""
+    n1, n2, n3 = cluster3
+    producer = DisqueBroker([addr(n1)], replicate=2, retry=20)
+    workers = DisqueBroker([addr(n2)], replicate=2, retry=20)
+    workers.add_middleware(Results(backend=DisqueBackend(addr(n2))))
+    reader = DisqueBackend(addr(n3))
+
+    @dramatiq.actor(broker=workers, store_results=True)
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    @dramatiq.actor(broker=workers, store_results=True)
+    def times_ten(x: int) -> int:
+        return 10 * x
+
+    producer.declare_queue("default")
+    try:
+        pipe = dramatiq.pipeline(
+            [add.message(2, 2), times_ten.message(), add.message(1)], broker=producer
+        )
+        with dramatiq_worker(workers):
+            pipe.run()
+            last = pipe.messages[-1]
+            assert reader.get_result(last, block=True, timeout=20_000) == 41  # (2 + 2) * 10 + 1
+    finally:
+        producer.close()
+        workers.close()
