@@ -1,14 +1,19 @@
 """Tasks: functions called through Disque (app.py), their message format
-(message.py), results (results.py), periodic tasks (periodic.py) and a stub
-mode for tests (stub.py)."""
+(message.py), results and their state (results.py, store.py), workflows
+(canvas.py), revoke and unique calls (revoke.py), rate limits (ratelimit.py),
+periodic tasks (periodic.py) and a stub mode for tests (stub.py)."""
 
 from disque.tasks.app import SendFailed, Task, TaskOptions, Tasks, UnknownTask
+from disque.tasks.canvas import ChordFailed, chain, chord, group
 from disque.tasks.message import BadMessage, Message
 from disque.tasks.results import NoResult, Result, ResultTimeout, TaskFailed
+from disque.tasks.revoke import AlreadyQueued
 from disque.tasks.stub import StubFailure
 
 __all__ = [
+    "AlreadyQueued",
     "BadMessage",
+    "ChordFailed",
     "Message",
     "NoResult",
     "Result",
@@ -20,4 +25,7 @@ __all__ = [
     "TaskOptions",
     "Tasks",
     "UnknownTask",
+    "chain",
+    "chord",
+    "group",
 ]

@@ -27,6 +27,7 @@ import inspect
 import logging
 import math
 import os
+import re
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -62,7 +63,7 @@ R = TypeVar("R")
 DEFAULT_QUEUE = "default"
 DEFAULT_RETRY = 60  # seconds before a call whose worker died runs again (brokers' own)
 RESULT_TTL = 24 * 3600  # seconds a result is kept for its readers
-NODES_VARIABLE = "DISQUE_NODES"  # Tasks() with no node: its seeds, comma-separated
+NODES_VARIABLE = "DISQUE_NODES"  # Tasks() with no node: its seeds
 
 # The options a worker runs one call with, over the task's: they travel in the message.
 WORKER_OPTIONS = frozenset({"max_attempts", "time_limit", "track_started"})
@@ -649,9 +650,10 @@ def reject_direct_call(job: Job) -> None:  # the handler of a task queue: prepar
 
 
 def seeds_from_environment() -> tuple[str, ...]:
-    """``$DISQUE_NODES`` (``host:port,host:port``); an error when it is not set."""
+    """``$DISQUE_NODES`` (``host:port``, separated by commas or spaces); an error
+    when it is not set."""
     value = os.environ.get(NODES_VARIABLE, "")
-    seeds = tuple(seed.strip() for seed in value.split(",") if seed.strip())
+    seeds = tuple(seed for seed in re.split(r"[,\s]+", value) if seed)
     if not seeds:
         raise ValueError(
             f"Tasks needs the nodes to send to: Tasks('127.0.0.1:7711', ...), or "
