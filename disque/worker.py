@@ -109,6 +109,11 @@ class TimeLimitExceeded(Exception):
     """Raised inside a handler that ran past its time limit (see ``Worker``)."""
 
 
+class SoftTimeLimitExceeded(Exception):
+    """Raised inside a sync handler that ran past its soft time limit: it may catch
+    it, clean up and return (a success), before its hard time limit stops it."""
+
+
 @dataclass
 class Call:
     """One run of a handler on a job: what the worker runs and what it tells the
@@ -123,6 +128,7 @@ class Call:
     time_limit: float | None = None
     max_attempts: int | None = None
     message: Any = None
+    soft_time_limit: float | None = None  # (sync handlers) SoftTimeLimitExceeded first
     on_started: Callable[[], None] | None = None  # as the handler starts
     on_done: Callable[[Any], None] | None = None  # before the ACK
     on_retried: Callable[[BaseException, int, int], None] | None = None  # (error, delay, attempt)
@@ -168,6 +174,7 @@ class Running:
     thread_id: int = 0  # the handler's thread (a sync handler's time limit stops it)
     future: concurrent.futures.Future[Any] | None = None  # an async handler's
     timed_out: bool = False
+    soft_timed_out: bool = False
     finished: bool = False  # the handler returned: too late for a time limit
 
 
@@ -682,6 +689,9 @@ class Worker:
                 late = item.began and now - item.began >= (limit or 0)
                 if limit is not None and late and not item.timed_out:
                     self.time_out(item, limit)
+                soft = item.call.soft_time_limit if item.call is not None else None
+                if soft is not None and item.began and now - item.began >= soft:
+                    self.soft_time_out(item, soft)
                 if now - item.started < 1.0 or item.timed_out:
                     continue  # a timed-out job gets no more WORKING
                 jid = item.job.id
@@ -721,6 +731,23 @@ class Worker:
         )
         self.count("timed_out", item.job.queue, task_of(item.call))
         notify(self.middleware, "on_time_limit", item.call, limit)
+
+    def soft_time_out(self, item: Running, limit: float) -> None:
+        """SoftTimeLimitExceeded raised once in a sync handler's thread past its soft
+        limit: the handler may catch it and return."""
+        with self.lock:
+            if item.finished or item.soft_timed_out or item.timed_out or not item.thread_id:
+                return
+            item.soft_timed_out = True
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(item.thread_id), ctypes.py_object(SoftTimeLimitExceeded)
+            )
+        log.warning(
+            "job %s of %s ran past its soft time limit of %s s",
+            item.job.id,
+            item.job.queue,
+            limit,
+        )
 
     def watch(self, every: float, fn: Callable[[dict[str, int]], None]) -> None:
         while not self.stopping.wait(every):

@@ -66,7 +66,7 @@ RESULT_TTL = 24 * 3600  # seconds a result is kept for its readers
 NODES_VARIABLE = "DISQUE_NODES"  # Tasks() with no node: its seeds
 
 # The options a worker runs one call with, over the task's: they travel in the message.
-WORKER_OPTIONS = frozenset({"max_attempts", "time_limit", "track_started"})
+WORKER_OPTIONS = frozenset({"max_attempts", "time_limit", "soft_time_limit", "track_started"})
 PER_CALL = frozenset(
     {"queue", "retry", "ttl", "replicate", "result", "serializer", "timeout_ms", "unique_for"}
 )
@@ -98,6 +98,7 @@ class TaskOptions:
     replicate: int | None = None
     max_attempts: int | None = None
     time_limit: float | None = None
+    soft_time_limit: float | None = None
     track_started: bool = False
     result: bool = False
     unique_for: int | None = None
@@ -223,10 +224,13 @@ def check_options(options: TaskOptions) -> None:
         not isinstance(options.max_attempts, int) or options.max_attempts < 1
     ):
         raise ValueError(f"max_attempts is a whole number >= 1, not {options.max_attempts!r}")
-    if options.time_limit is not None and (
-        not isinstance(options.time_limit, int | float) or options.time_limit <= 0
-    ):
-        raise ValueError(f"time_limit is a number of seconds > 0, not {options.time_limit!r}")
+    for name in ("time_limit", "soft_time_limit"):
+        seconds = getattr(options, name)
+        if seconds is not None and (not isinstance(seconds, int | float) or seconds <= 0):
+            raise ValueError(f"{name} is a number of seconds > 0, not {seconds!r}")
+    soft, hard = options.soft_time_limit, options.time_limit
+    if soft is not None and hard is not None and soft >= hard:
+        raise ValueError(f"soft_time_limit ({soft} s) comes before time_limit ({hard} s)")
     if options.unique_for is not None and (
         not isinstance(options.unique_for, int) or options.unique_for < 1
     ):
@@ -318,6 +322,7 @@ class Tasks:
         replicate: int | None = None,
         max_attempts: int | None = None,
         time_limit: float | None = None,
+        soft_time_limit: float | None = None,
         track_started: bool = False,
         result: bool = False,
         serializer: str = ...,
@@ -331,7 +336,9 @@ class Tasks:
 
         ``name``: what messages call it (``module.function``); ``queue``; ``retry``
         (60), ``ttl``, ``replicate``: ADDJOB's (seconds, copies); ``max_attempts``;
-        ``time_limit`` (seconds a run may take); ``track_started``: the result's
+        ``time_limit`` (seconds a run may take); ``soft_time_limit`` (seconds
+        before SoftTimeLimitExceeded is raised in a sync task, which may catch it
+        and return); ``track_started``: the result's
         state says STARTED while a worker runs it; ``result``: callers get the
         return value; ``serializer``: json (default), msgpack or pickle;
         ``timeout_ms``: ADDJOB's replication timeout; ``unique_for``: seconds a call
@@ -346,6 +353,8 @@ class Tasks:
         check_options(task_options)
 
         def register(function: Callable[P, R]) -> Task[P, R]:
+            if task_options.soft_time_limit is not None and inspect.iscoroutinefunction(function):
+                raise ValueError("an async def task has a time_limit (cancelled), no soft one")
             task_name = name or f"{function.__module__}.{function.__qualname__}"
             if task_name in self.registry:
                 raise ValueError(f"two tasks are called {task_name!r}")
@@ -589,6 +598,7 @@ class Tasks:
                 options.time_limit,
                 options.max_attempts,
                 message,
+                soft_time_limit=options.soft_time_limit,
             )
             call.on_done = run.done
             if options.track_started:

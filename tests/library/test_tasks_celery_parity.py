@@ -16,6 +16,7 @@ import pytest
 from disque.tasks import TaskFailed, Tasks
 from disque.tasks.canvas import ChordFailed, chain, chord, group
 from disque.tasks.revoke import AlreadyQueued
+from disque.worker import SoftTimeLimitExceeded
 from testkit.nodes import ClusterOfNodes, wait_for
 from testkit.workers import addr, running
 
@@ -335,3 +336,30 @@ def test_an_eta_and_a_rate_limit(cluster3: ClusterOfNodes, tmp_path: Path) -> No
     assert first_eight[-1] - first_eight[0] >= 7 * 0.25 - 0.05  # 4 a second, evenly spaced
     with pytest.raises(ValueError, match='a rate limit is "<calls>/s"'):
         producer.task(name="l.bad", rate_limit="fast")
+
+
+def test_a_soft_time_limit_before_the_hard_one(cluster3: ClusterOfNodes) -> None:
+    producer, consumer, reader = three_apps(cluster3)
+    for app in (producer, consumer):
+
+        @app.task(name="t.tidy", queue="soft", replicate=2, result=True, max_attempts=1)
+        def tidy(catch: bool) -> str:
+            try:
+                while True:  # Python code: the limits reach it at once
+                    time.sleep(0.02)
+            except SoftTimeLimitExceeded:
+                if not catch:
+                    raise
+                return "cleaned up"
+
+    task = producer.registry["t.tidy"]
+    options = {"soft_time_limit": 0.3, "time_limit": 10}
+    caught = task.send_with_options(args=(True,), **options)
+    not_caught = task.send_with_options(args=(False,), **options)
+    with running(consumer.worker(fetch_timeout_ms=200)):
+        assert reader.result(caught.id).get(timeout=20) == "cleaned up"
+        with pytest.raises(TaskFailed) as failed:
+            reader.result(not_caught.id).get(timeout=20)
+    assert failed.value.type == "SoftTimeLimitExceeded"
+    with pytest.raises(ValueError, match="soft_time_limit .* comes before time_limit"):
+        task.send_with_options(soft_time_limit=5, time_limit=1)
