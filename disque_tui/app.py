@@ -35,6 +35,7 @@ from disque_tui.nodes_view import NodesView
 from disque_tui.queue_detail import QueueDetailScreen
 from disque_tui.queues_view import QueuesView
 from disque_tui.snapshot import ClusterSnapshot, JobShow, NodeViews, QueuePeek
+from disque_tui.tasks_view import TasksView
 
 
 class SnapshotSource(Protocol):
@@ -48,6 +49,7 @@ class SnapshotSource(Protocol):
     async def node_views(self, node_id: str) -> NodeViews: ...
     async def pause(self, queue: str, state: str, bcast: bool = True) -> str: ...
     async def set_leaving(self, node_id: str, leaving: bool) -> str: ...
+    def want_tasks(self, wanted: bool) -> None: ...
 
 
 PAUSE_CHOICES = [("in", "in", "i"), ("out", "out", "o"), ("all", "all", "a"), ("none", "none", "n")]
@@ -87,6 +89,7 @@ class DisqueTUI(App):
         Binding("1", "show_tab('overview')", "Overview"),
         Binding("2", "show_tab('queues')", "Queues"),
         Binding("3", "show_tab('events')", "Events"),
+        Binding("4", "show_tab('tasks')", "Tasks"),
         Binding("r", "refresh", "Refresh"),
         Binding("l", "toggle_leaving", "Leaving"),
         Binding("p", "pause_queue", "Pause"),
@@ -123,6 +126,8 @@ class DisqueTUI(App):
                 yield QueuesView(id="queues-view")
             with TabPane("Events [3]", id="events"):
                 yield EventsView(id="events-view")
+            with TabPane("Tasks [4]", id="tasks"):
+                yield TasksView(id="tasks-view")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -200,12 +205,15 @@ class DisqueTUI(App):
             self.queues_view.show(self.snapshot)
         elif self.active_tab == "events":
             self.main_screen.query_one(EventsView).show(self.events)
+        elif self.active_tab == "tasks":
+            self.main_screen.query_one(TasksView).show(self.snapshot)
         else:
             self.incident_view.show(self.snapshot)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.source.want_tasks(self.active_tab == "tasks")
         self._render_active()
-        table = {"queues": "#queues-table", "events": "#events-table"}.get(
+        table = {"queues": "#queues-table", "events": "#events-table", "tasks": "#tasks-table"}.get(
             self.active_tab, "#nodes-table"
         )
         self.main_screen.query_one(table).focus()

@@ -14,7 +14,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "Everywhere",
         [
-            ("1 / 2 / 3", "overview / all the queues / events timeline"),
+            ("1 / 2 / 3 / 4", "overview / all the queues / events timeline / tasks"),
             ("tab", "next widget (nodes, queues that matter, ...)"),
             ("r", "poll now"),
             ("ctrl+p", "command palette (Screenshot saves an SVG)"),

@@ -31,6 +31,7 @@ from redis.exceptions import RedisError
 
 from disque.protocol import server_kind, text
 from disque.scan import OutOfQueue, out_of_queue
+from disque.tasks.census import tally_tasks
 from disque.tls import TLS, handshake_failure
 from disque_tui import queries
 from disque_tui.queries import NodeReport
@@ -43,6 +44,7 @@ from disque_tui.snapshot import (
     QueueOnNode,
     QueuePeek,
     QueueSnapshot,
+    TaskCensus,
     counter_rate,
     drain_estimate,
     merge_queue,
@@ -100,8 +102,8 @@ class NodeState:
         self.jobs_history: deque[tuple[float, int]] = deque(maxlen=HISTORY)
         self.ops_history: deque[int] = deque(maxlen=HISTORY)
         self.drain_start: int | None = None
-        # Its queued job IDs and active jobs (queries.fetch_out_of_queue), and when read.
-        self.out_of_queue: tuple[set[str], list[dict[str, Any]]] | None = None
+        # Its jobs (queries.fetch_out_of_queue), and when read.
+        self.out_of_queue: queries.JobScan | None = None
         self.out_of_queue_at: float | None = None
 
     @property
@@ -165,7 +167,13 @@ class Poller:
         # The last tally of the scans for jobs in no queue, and which scans it read:
         # they change every OUT_OF_QUEUE_EVERY, the snapshots every cycle.
         self._tally_of: tuple[object, ...] = ()
-        self._tally: tuple[tuple[OutOfQueue, ...], dict[str, int]] = ((), {})
+        self._tally: tuple[tuple[OutOfQueue, ...], dict[str, int], TaskCensus] = (
+            (),
+            {},
+            TaskCensus(),
+        )
+        # The Tasks tab is shown: the scans bring the queued jobs' bodies too.
+        self.tasks_wanted = False
         self._order = 0
         self._wake = asyncio.Event()
         self._background: set[asyncio.Task] = set()
@@ -239,10 +247,10 @@ class Poller:
         try:
             async with asyncio.timeout(self.timeout):
                 report = await queries.fetch_node(self._client(node), self.scan_count)
-                if node.out_of_queue_at is None or start - node.out_of_queue_at >= (
-                    OUT_OF_QUEUE_EVERY
-                ):
-                    node.out_of_queue = await queries.fetch_out_of_queue(self._client(node))
+                if self._scan_due(node, start):
+                    node.out_of_queue = await queries.fetch_out_of_queue(
+                        self._client(node), bodies=self.tasks_wanted
+                    )
                     node.out_of_queue_at = start
         except Exception as exc:  # any failure marks this node down, never the poller
             node.fail(describe_error(exc))
@@ -304,6 +312,12 @@ class Poller:
         finally:
             await self.close()
 
+    def want_tasks(self, wanted: bool) -> None:
+        if wanted != self.tasks_wanted:
+            self.tasks_wanted = wanted
+            if wanted:
+                self.poll_now()
+
     def poll_now(self) -> None:
         """Cut the current wait short (the "refresh" key)."""
         self._wake.set()
@@ -319,7 +333,7 @@ class Poller:
     def build_snapshot(self, now: float, poll_ms: float = 0.0) -> ClusterSnapshot:
         ordered = sorted(self.nodes.values(), key=lambda n: (n.host, n.port, n.order))
         reporters = [n for n in ordered if n.up]
-        waiting, copies = self._scan_tally(ordered, reporters)
+        waiting, copies, tasks = self._scan_tally(ordered, reporters)
         nodes = tuple(
             dataclasses.replace(snap, copies_elsewhere=copies[snap.id])
             if snap.id in copies
@@ -336,24 +350,54 @@ class Poller:
             poll_ms=poll_ms,
             rate_history=tuple(self.rate_history),
             out_of_queue=waiting,
+            tasks=tasks,
         )
 
     def _scan_tally(
         self, ordered: list[NodeState], reporters: list[NodeState]
-    ) -> tuple[tuple[OutOfQueue, ...], dict[str, int]]:
-        """The jobs in no queue and the copies of the nodes down, tallied again only
-        when a scan came or a node went up or down."""
+    ) -> tuple[tuple[OutOfQueue, ...], dict[str, int], TaskCensus]:
+        """The jobs in no queue, the copies of the nodes down and the tasks' calls,
+        tallied again only when a scan came, a node went up or down, or the Tasks
+        tab was shown or hidden."""
         key = (
             tuple((n.id, n.out_of_queue_at) for n in reporters),
             frozenset(n.id for n in ordered if not n.up),
+            self.tasks_wanted,
         )
         if key != self._tally_of:
             self._tally_of = key
             self._tally = (
                 self._out_of_queue(reporters),
                 self._copies_of_down_nodes(ordered, reporters),
+                self._tasks(reporters),
             )
         return self._tally
+
+    def _scan_due(self, node: NodeState, now: float) -> bool:
+        """A node's jobs are scanned every OUT_OF_QUEUE_EVERY seconds, and at once
+        when the Tasks tab wants their bodies and the last scan had none."""
+        scan = node.out_of_queue
+        if self.tasks_wanted and scan is not None and scan.queued_jobs is None:
+            return True
+        return node.out_of_queue_at is None or now - node.out_of_queue_at >= OUT_OF_QUEUE_EVERY
+
+    def _tasks(self, reporters: list[NodeState]) -> TaskCensus:
+        """Each task's calls, from the nodes' last scans with bodies (none while the
+        Tasks tab is hidden); the nodes left out (too many jobs, or no scan yet)."""
+        if not self.tasks_wanted:
+            return TaskCensus()
+        jobs: list[dict[str, Any]] = []
+        left_out: list[str] = []
+        for node in reporters:
+            scan = node.out_of_queue
+            if scan is None or scan.queued_jobs is None:
+                left_out.append(f"{node.host}:{node.port}")
+                continue
+            jobs += [{**shown, "state": "queued"} for shown in scan.queued_jobs]
+            jobs += [{**shown, "state": "active"} for shown in scan.active]
+        found = tally_tasks(jobs, int(time.time() * 1000))
+        ordered = sorted(found.values(), key=lambda t: t.task)
+        return TaskCensus(True, tuple(ordered), tuple(left_out))
 
     def _shown_seed(self, ordered: list[NodeState]) -> str:
         """The address the dashboard was started with; once no member is there any
@@ -375,7 +419,7 @@ class Poller:
         seen: dict[str, set[str]] = {node_id: set() for node_id in down}
         for node in reporters:
             assert node.out_of_queue is not None
-            for shown in node.out_of_queue[1]:
+            for shown in node.out_of_queue.active:
                 owners = shown.get("nodes-delivered")
                 for owner in owners if isinstance(owners, list) else ():
                     holder = seen.get(text(owner))
@@ -393,8 +437,8 @@ class Poller:
         active: list[tuple[str, dict[str, Any]]] = []
         for node, scan in zip(reporters, scans, strict=True):
             assert scan is not None
-            queued |= scan[0]
-            active += [(f"{node.host}:{node.port}", shown) for shown in scan[1]]
+            queued |= scan.queued
+            active += [(f"{node.host}:{node.port}", shown) for shown in scan.active]
         found = out_of_queue(queued, active, int(time.time() * 1000))
         return tuple(sorted(found.values(), key=lambda w: (-w.jobs, w.queue)))
 
@@ -627,6 +671,12 @@ class PollerThread:
         with contextlib.suppress(RuntimeError):  # loop already closed
             self.loop.call_soon_threadsafe(self._task.cancel)
         self._thread.join(timeout)
+
+    def want_tasks(self, wanted: bool) -> None:
+        """The Tasks tab is shown (or hidden): scan the jobs' bodies (or stop)."""
+        if self.loop is not None:
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self.poller.want_tasks, wanted)
 
     def refresh_now(self) -> None:
         if self.loop is not None:

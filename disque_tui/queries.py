@@ -272,15 +272,25 @@ async def oldest_jobs(client: aredis.Redis, names: list[str]) -> dict[str, int]:
 OUT_OF_QUEUE_MAX = 100_000
 
 
+@dataclass
+class JobScan:
+    """One node's jobs, scanned (every OUT_OF_QUEUE_EVERY seconds): the IDs of the
+    queued ones, the active ones as SHOW shows them, and, when the Tasks tab asked
+    for bodies, the queued ones as SHOW shows them too."""
+
+    queued: set[str]
+    active: list[dict[str, Any]]
+    queued_jobs: list[dict[str, Any]] | None = None  # None: scanned without bodies
+
+
 async def fetch_out_of_queue(
-    client: aredis.Redis, most: int = OUT_OF_QUEUE_MAX
-) -> tuple[set[str], list[dict[str, Any]]] | None:
-    """The IDs of the jobs queued on one node, and its active jobs as SHOW shows
-    them (JSCAN STATE queued / STATE active REPLY all): what disque.scan's
-    out_of_queue reads. None when the node holds more than ``most`` of either."""
-    queued: set[str] = set()
-    active: list[dict[str, Any]] = []
-    for state, reply in (("queued", "id"), ("active", "all")):
+    client: aredis.Redis, most: int = OUT_OF_QUEUE_MAX, bodies: bool = False
+) -> JobScan | None:
+    """One node's jobs (JSCAN STATE queued / STATE active REPLY all): what
+    disque.scan's out_of_queue reads, and with ``bodies`` what the Tasks tab
+    tallies. None when the node holds more than ``most`` of either."""
+    scan = JobScan(set(), [], [] if bodies else None)
+    for state, reply in (("queued", "all" if bodies else "id"), ("active", "all")):
         cursor: Any = 0
         while True:
             cursor, page = await client.execute_command(
@@ -288,14 +298,19 @@ async def fetch_out_of_queue(
             )
             for item in page or []:
                 if reply == "id":
-                    queued.add(text(item))
+                    scan.queued.add(text(item))
+                elif state == "active":
+                    scan.active.append(parse_flat(item))
                 else:
-                    active.append(parse_flat(item))
-            if len(queued) > most or len(active) > most:
+                    shown = parse_flat(item)
+                    scan.queued.add(text(shown.get("id")))
+                    assert scan.queued_jobs is not None
+                    scan.queued_jobs.append(shown)
+            if len(scan.queued) > most or len(scan.active) > most:
                 return None
             if integer(cursor) == 0:
                 break
-    return queued, active
+    return scan
 
 
 async def hello(client: aredis.Redis) -> Hello:

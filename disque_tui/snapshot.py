@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from disque.scan import OutOfQueue
+from disque.tasks.census import TaskTally
 
 # ---------------------------------------------------------------------------
 # Nodes
@@ -223,6 +224,17 @@ def drain_estimate(
 
 
 @dataclass(frozen=True, slots=True)
+class TaskCensus:
+    """The calls of each task (disque.tasks.census), while the Tasks tab is shown:
+    ``scanned`` once a tally was made, ``left_out`` the nodes not in it (too many
+    jobs to scan, or not scanned with bodies yet)."""
+
+    scanned: bool = False
+    tasks: tuple[TaskTally, ...] = ()
+    left_out: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     taken_at: float  # wall clock (epoch seconds)
     seed: str  # host:port the dashboard was started with
@@ -237,6 +249,7 @@ class ClusterSnapshot:
     # jobs queued on no node, by queue (disque.scan.out_of_queue), the largest first:
     # scanned every OUT_OF_QUEUE_EVERY seconds, not every cycle
     out_of_queue: tuple[OutOfQueue, ...] = ()
+    tasks: TaskCensus = field(default_factory=TaskCensus)
     _queue_index: dict[str, QueueSnapshot] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -226,6 +226,7 @@ class FixedSource:
     def __init__(self, snapshot: ClusterSnapshot | None = None):
         self.snapshot = snapshot or fixed_snapshot()
         self.actions: list[tuple] = []
+        self.tasks_wanted: list[bool] = []  # what the app told of its Tasks tab
         self.callback: Callable[[ClusterSnapshot], None] | None = None
 
     def start(self, on_snapshot: Callable[[ClusterSnapshot], None]) -> None:
@@ -254,6 +255,9 @@ class FixedSource:
     async def set_leaving(self, node_id: str, leaving: bool) -> str:
         self.actions.append(("leaving", node_id, leaving))
         return "OK"
+
+    def want_tasks(self, wanted: bool) -> None:
+        self.tasks_wanted.append(wanted)
 
     async def node_views(self, node_id: str) -> NodeViews:
         await asyncio.sleep(0)
