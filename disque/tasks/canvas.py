@@ -39,7 +39,8 @@ from disque.tasks.message import FORMAT, BadMessage, Message, describe, load, se
 from disque.tasks.results import Result, reply_queue
 
 if TYPE_CHECKING:
-    from disque.tasks.app import Task, Tasks
+    from disque.tasks.app import Tasks
+    from disque.tasks.task import Task
 
 log = logging.getLogger("disque.tasks")
 

@@ -18,8 +18,9 @@ from disque.tasks.store import error_record
 
 if TYPE_CHECKING:
     from disque.job import Job
-    from disque.tasks.app import Task, Tasks
+    from disque.tasks.app import Tasks
     from disque.tasks.message import Message
+    from disque.tasks.task import Task
 
 log = logging.getLogger("disque.tasks")
 
@@ -53,7 +54,7 @@ class Run:
         """The value, once known to travel: a value the serializer cannot write fails
         the run here (not retried: it would return the same), not after it."""
         if self.message.reply_to is not None:
-            from disque.tasks.app import UnserializableResult
+            from disque.tasks.task import UnserializableResult
 
             try:
                 self.body = encode_result(self.message.id, self.serializer, value)

@@ -28,8 +28,9 @@ from disque.tasks.results import PENDING, Result, ResultTimeout, read_result
 from disque.worker import Call, Reject, Retry, notify_before
 
 if TYPE_CHECKING:
-    from disque.tasks.app import TaskOptions, Tasks
+    from disque.tasks.app import Tasks
     from disque.tasks.message import Message
+    from disque.tasks.task import TaskOptions
 
 DEFAULT_MAX_ATTEMPTS = 5  # as Worker's
 
