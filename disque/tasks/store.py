@@ -80,7 +80,8 @@ class Store:
         then every other reachable node."""
         home = self.home(job_id)
         client = self.tasks.client()
-        client.hello()
+        if not client.nodes:
+            client.hello()
         others = [n.addr for n in client.nodes if n.host and n.priority < PRIORITY_FAILING]
         return [home, *(n for n in others if n != home)]
 
@@ -175,27 +176,31 @@ class Store:
         return latest or {"state": "PENDING"}
 
     def fetch(self, result: Result[Any], timeout: float | None) -> dict[str, Any]:
-        """The call's outcome: peeked at where it is kept, else waited for with a
-        GETJOB on its home (any node when gone: federation brings it) and put back
-        at once (NACK) for the next reader."""
+        """The call's outcome: peeked at on its home (on every node when unknown),
+        else waited for with a GETJOB there (any node when unknown: federation
+        brings it from where it is kept) and put back at once (NACK) for the next
+        reader."""
         queue = result._require_reply_queue()
-        accept = (*self.tasks.accept, result.serializer)
-        record = self.peek(result)
-        if "ok" in record:
-            return record
         node = self.home(result.job_id)
-        client, jobs = self.on(node), None
-        if node is not None:
-            try:
-                jobs = client.get_job(queue, timeout=getjob_timeout_ms(timeout))
-            except NoNodeAvailable:  # that node is gone: the result comes anywhere
-                client = self.tasks.client()
-        if jobs is None:
-            jobs = client.get_job(queue, timeout=getjob_timeout_ms(timeout))
+        if node is None:  # looked up by ID: kept on some node already, most often
+            record = self.peek(result)
+            if "ok" in record:
+                return record
+        client = self.on(node)
+        try:
+            kept = client.qpeek(queue, 1)
+            jobs = kept or client.get_job(queue, timeout=getjob_timeout_ms(timeout))
+        except NoNodeAvailable:  # its home is gone: the result comes anywhere
+            if node is None:
+                raise
+            client = self.tasks.client()
+            kept = client.qpeek(queue, 1)
+            jobs = kept or client.get_job(queue, timeout=getjob_timeout_ms(timeout))
         if not jobs:
             raise ResultTimeout(f"no result for {result.message_id} within {timeout} s")
-        client.nack(jobs[0].id)
-        return read_result(jobs[0].body, accept)
+        if not kept:
+            client.nack(jobs[0].id)
+        return read_result(jobs[0].body, (*self.tasks.accept, result.serializer))
 
     async def fetch_async(self, result: Result[Any], timeout: float | None) -> dict[str, Any]:
         """``fetch`` for asyncio (its home only, else any node: no sweep)."""
