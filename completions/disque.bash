@@ -6,7 +6,7 @@ _disque() {
     local prev=${COMP_WORDS[COMP_CWORD-1]}
     local i=1 command="" sub="" position=0 words="" verb=""
     case "$prev" in
-        --cluster) COMPREPLY=($(compgen -W "create check info call add-node del-node leave restart set-timeout help" -- "${cur,,}")); return ;;
+        --cluster) COMPREPLY=($(compgen -W "create check info call add-node del-node leave restart set-timeout dead-letters help" -- "${cur,,}")); return ;;
         -h) COMPREPLY=($(compgen -A hostname -- "$cur")); return ;;
         -h|-p|-s|-a|-u|--cacert|--cert|--key|-r|-i|-d|-D|--pipe-timeout|--cluster|--timeout) COMPREPLY=(); return ;;
     esac
@@ -31,6 +31,7 @@ _disque() {
         leave) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--yes --shutdown --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
         restart) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--start --yes --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
         set-timeout) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--raw --no-raw --csv --json" -- "$cur")); return ;;
+        dead-letters) [[ "$cur" == -* ]] && COMPREPLY=($(compgen -W "--replay --id --yes --timeout --raw --no-raw --csv --json" -- "$cur")); return ;;
         call) if [[ "$command" == *:* || "${COMP_WORDS[i+1]}" == :* ]]; then
                 while [[ "${COMP_WORDS[i+1]}" == :* || "${COMP_WORDS[i]}" == *: ]]; do
                     (( i += 1 ))

@@ -253,14 +253,17 @@ VERB_RUNNERS: dict[str, Callable[[Config, ClusterVerb], int]] = {
     "leave": _verb("cluster_leave", "cluster_leave"),
     "restart": _verb("cluster_restart", "cluster_restart"),
     "set-timeout": _verb("cluster_nodes", "cluster_set_timeout"),
+    "dead-letters": _verb("cluster_dead_letters", "cluster_dead_letters"),
 }
 
-CLUSTER_HELP_NOTES = """For check, info and call, host:port is any node of the cluster (or -h/-p).
+CLUSTER_HELP_NOTES = """For check, info, call and dead-letters, host:port is any node (or -h/-p).
 --timeout: create: seconds to wait for the full mesh (default 30); leave: for
-the node to drain (default: no limit); check, info: for each node's replies
-(default 5); call: for each node's reply (default 5; 0: no limit). leave,
-del-node, create and add-node (a merge): --yes skips the confirmation;
-leave: --shutdown stops the node.
+the node to drain (default: no limit); check, info, dead-letters: for each
+node's replies (default 5); call: for each node's reply (default 5; 0: no
+limit). leave, del-node, create and add-node (a merge): --yes skips the
+confirmation; leave: --shutdown stops the node. dead-letters: queue or
+queue:dead; --replay puts them back on their queues (--id JOBID, repeated,
+for some of them), after a confirmation (--yes: none).
 TLS (--tls, --cacert, ...) and the password (-a) apply to every node.
 Output: tables on a terminal, plain text in a pipe, --csv and --json for data.
 """

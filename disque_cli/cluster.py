@@ -339,6 +339,8 @@ class VerbArgs:
     timeout: float | None = None
     mode: Mode = Mode.STANDARD
     start: str | None = None  # restart: the shell command that starts the node
+    replay: bool = False  # dead-letters: replay them
+    ids: list[str] = field(default_factory=list)  # dead-letters: only these (--id, repeated)
 
     @property
     def password(self) -> str | None:
@@ -358,6 +360,8 @@ TRAILING_FIELDS = {
     "--shutdown": "shutdown",
     "--timeout": "timeout",
     "--start": "start",
+    "--replay": "replay",
+    "--id": "ids",
 }
 TRAILING_MODES = {flag: Mode(value) for flag, value in OUTPUT_FLAGS.items()}
 
@@ -404,6 +408,11 @@ def verb_args(config: Config, args: Sequence[bytes], verb: ClusterVerb) -> VerbA
             if i + 1 == len(words):
                 raise VerbError(f"{word} needs a command (quoted: one word)")
             parsed.start = words[i + 1]
+            i += 1
+        elif accepted.get(word) == "ids":
+            if i + 1 == len(words) or words[i + 1].startswith("--"):
+                raise VerbError(f"{word} needs a job ID")
+            parsed.ids.append(words[i + 1])
             i += 1
         elif word in accepted:
             setattr(parsed, accepted[word], True)

@@ -203,7 +203,7 @@ OPTIONS: tuple[CliOption, ...] = (
         "With --cluster: "
         "seconds to wait for the full mesh (create, default 30), for the node to "
         "drain (leave, default no limit), for each node's replies (check, info, "
-        "call: default 5). 0: no limit.",
+        "call, dead-letters: default 5). 0: no limit.",
         "seconds",
         kind=float,
         section="modes",
@@ -363,6 +363,27 @@ CLUSTER_VERBS: tuple[ClusterVerb, ...] = (
         "Set cluster-node-timeout on every node",
         "Set cluster-node-timeout on every node (CONFIG SET), and save it in each "
         "node's config file (CONFIG REWRITE).",
+    ),
+    ClusterVerb(
+        "dead-letters",
+        "host:port queue",
+        "List or replay the dead letters of a queue",
+        "List the dead letters of queue (queue:dead, where the worker puts the jobs that "
+        "failed max_attempts times or were rejected) on every node, each once however "
+        "many copies it has: its ID, the node it is queued on, the original queue, the "
+        "attempts, its age and the error. With --replay, put each one's original body "
+        "back on its original queue: ADDJOB there first, then ACKJOB of the dead letter, "
+        "so a failure in between runs the job twice, never loses it.",
+        (
+            VerbOption(
+                "--replay",
+                "Replay the dead letters: ADDJOB of the original body to the original "
+                "queue, then ACKJOB of the dead letter.",
+            ),
+            VerbOption("--id", "Only this dead letter (repeat --id for more).", "jobid"),
+            _yes("Replay without asking (required without a terminal)."),
+            _timeout("to wait for the replies of each node (default 5)"),
+        ),
     ),
 )
 

@@ -78,6 +78,16 @@ VERB_NOTES = {
     "done. Exit status 1 when a node cannot be reached, or, with -e, when a node "
     "answered an error.",
     "leave": "See Removing a node below.",
+    "dead-letters": "The queue is named queue or queue:dead. Each node HELLO lists is "
+    "asked (JSCAN QUEUE queue:dead REPLY all), and the two copies the worker makes of a "
+    "dead letter count once; one whose body is not the worker's JSON record is listed "
+    "with a warning and never replayed. A replay takes the dead letter out of its "
+    "node's queue (DEQUEUE: a second replay at the same time does not get it), adds the "
+    "original body to the original queue on host:port (3 copies, fewer when fewer "
+    "nodes are up), then acknowledges the dead letter. With --json: an array of the "
+    "dead letters (body included), or of the replays (id, queue, job_id, error). Exit "
+    "status 1 when a node does not answer, an --id names no dead letter, or a replay "
+    "fails; 0 for a queue with no dead letters.",
 }
 
 LEAVE_STEPS = (

@@ -71,6 +71,7 @@ VERBS = [
     "leave",
     "restart",
     "set-timeout",
+    "dead-letters",
     "help",
 ]
 OUTPUTS = ["--raw", "--no-raw", "--csv", "--json"]
@@ -92,6 +93,13 @@ def test_bash_completes_the_cluster_manager() -> None:
         *OUTPUTS,
     ]
     assert bash_complete("disque", "--cluster", "check", "127.0.0.1:7711", "--timeout", "") == []
+    assert bash_complete("disque", "--cluster", "dead-letters", "h:1", "orders", "--") == [
+        "--replay",
+        "--id",
+        "--yes",
+        "--timeout",
+        *OUTPUTS,
+    ]
     # Addresses, not commands, after the other verbs.
     assert bash_complete("disque", "--cluster", "check", "") == []
     assert bash_complete("disque", "--cluster", "info", "127.0.0.1:7711", "q") == []
@@ -171,9 +179,10 @@ def test_zsh_completes_the_cluster_manager(tmp_path: Path) -> None:
         zsh_listing(
             child,
             "disque --cluster ",
-            "create       -- Join nodes into a cluster",
-            "del-node     -- Forget a dead node everywhere",
-            "leave        -- Remove a node without losing jobs",
+            "create        -- Join nodes into a cluster",
+            "dead-letters  -- List or replay the dead letters of a queue",
+            "del-node      -- Forget a dead node everywhere",
+            "leave         -- Remove a node without losing jobs",
         )
         zsh_listing(
             child,
