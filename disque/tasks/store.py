@@ -176,30 +176,30 @@ class Store:
         return latest or {"state": "PENDING"}
 
     def fetch(self, result: Result[Any], timeout: float | None) -> dict[str, Any]:
-        """The call's outcome: peeked at on its home (on every node when unknown),
-        else waited for with a GETJOB there (any node when unknown: federation
-        brings it from where it is kept) and put back at once (NACK) for the next
-        reader."""
+        """The call's outcome: peeked at where it is kept (its home first, then the
+        other nodes: a reader's GETJOB may have moved it), else waited for with a
+        GETJOB on its home (any node when unknown or gone: federation brings it)
+        and put back at once (NACK) for the next reader."""
         queue = result._require_reply_queue()
+        for node in self.readable_nodes(result.job_id):
+            try:
+                kept = self.on(node).qpeek(queue, 1)
+            except (NoNodeAvailable, ConnectionLost):
+                continue
+            if kept:
+                return read_result(kept[0].body, (*self.tasks.accept, result.serializer))
         node = self.home(result.job_id)
-        if node is None:  # looked up by ID: kept on some node already, most often
-            record = self.peek(result)
-            if "ok" in record:
-                return record
-        client = self.on(node)
-        try:
-            kept = client.qpeek(queue, 1)
-            jobs = kept or client.get_job(queue, timeout=getjob_timeout_ms(timeout))
-        except NoNodeAvailable:  # its home is gone: the result comes anywhere
-            if node is None:
-                raise
-            client = self.tasks.client()
-            kept = client.qpeek(queue, 1)
-            jobs = kept or client.get_job(queue, timeout=getjob_timeout_ms(timeout))
+        client, jobs = self.on(node), None
+        if node is not None:
+            try:
+                jobs = client.get_job(queue, timeout=getjob_timeout_ms(timeout))
+            except NoNodeAvailable:  # its home is gone: the result comes anywhere
+                client = self.tasks.client()
+        if jobs is None:
+            jobs = client.get_job(queue, timeout=getjob_timeout_ms(timeout))
         if not jobs:
             raise ResultTimeout(f"no result for {result.message_id} within {timeout} s")
-        if not kept:
-            client.nack(jobs[0].id)
+        client.nack(jobs[0].id)
         return read_result(jobs[0].body, (*self.tasks.accept, result.serializer))
 
     async def fetch_async(self, result: Result[Any], timeout: float | None) -> dict[str, Any]:
