@@ -12,12 +12,11 @@ code). Jobs that are not task calls (results, ticks, plain jobs) are left out.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from disque.dead_letters import NotARecord, parse_record
 from disque.protocol import text
 from disque.scan import in_delay
 from disque.tasks.message import BadMessage, load
@@ -48,14 +47,11 @@ def task_of_body(body: bytes) -> str | None:
 def task_of_dead_letter(body: bytes) -> tuple[str, str] | None:
     """(task, original queue) of a dead letter whose original job was a task call."""
     try:
-        record = json.loads(body)
-        original = (
-            record["body"].encode() if "body" in record else base64.b64decode(record["body_base64"])
-        )
-    except (ValueError, KeyError, TypeError, AttributeError):
+        record = parse_record(body)
+    except NotARecord:
         return None
-    task = task_of_body(original)
-    return (task, str(record.get("queue", ""))) if task is not None else None
+    task = task_of_body(record["body"])
+    return (task, record["queue"]) if task is not None else None
 
 
 def tally_tasks(jobs: Iterable[Mapping[str, Any]], now_ms: int) -> dict[str, TaskTally]:
