@@ -197,7 +197,7 @@ def probe(
         # A node hanging up on the first command sends a FIN, or a RST when our
         # HELLO still sits unread in its buffer (a plain client at a tls-port):
         # the same hang-up, one wording.
-        if isinstance(exc.__cause__, ConnectionResetError) or "closed by server" in reason:
+        if reset_by_peer(exc) or "closed by server" in reason:
             return CLOSED_BY_SERVER.rstrip(".") + closed_hint(tls)
         return reason
     except RedisError as exc:
@@ -207,6 +207,17 @@ def probe(
     except HelloError:
         return "not a Disque node (unexpected HELLO reply)"
     return None
+
+
+def reset_by_peer(exc: BaseException) -> bool:
+    """A RST from the node: redis-py words it in its own ConnectionError, with or
+    without the socket's ConnectionResetError as its cause."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionResetError) or "Connection reset by peer" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def print_once(poller: Poller) -> int:
