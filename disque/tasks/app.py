@@ -420,6 +420,7 @@ class Tasks:
         if (
             message.reply_to is not None
             or message.link
+            or message.link_error
             or message.chord is not None
             or UNIQUE_LOCK in message.options
         ):

@@ -222,6 +222,12 @@ def chord(header: Group | Iterable[Signature], body: Signature) -> Chord:
     return Chord(header if isinstance(header, Group) else group(header), check_signature(body))
 
 
+def steps_of(link: Signature | Chain) -> list[dict[str, Any]]:
+    """A call's ``link`` as the steps its worker sends after it (none keeps a result)."""
+    chained = link.steps if isinstance(link, Chain) else [check_signature(link)]
+    return [step.step(result=False) for step in chained]
+
+
 def check_signature(value: Any) -> Signature:
     if not isinstance(value, Signature):
         raise TypeError(f"a workflow is made of signatures (task.s(...)), not {value!r:.60}")
@@ -252,6 +258,13 @@ def send_next(tasks: Tasks, message: Message, value: Any) -> None:
     step, rest = message.link[0], message.link[1:]
     args = list(step.get("args") or [])
     send_step(tasks, step, args if step.get("immutable") else [value, *args], rest)
+
+
+def send_errbacks(tasks: Tasks, message: Message, error: BaseException) -> None:
+    """A call failed for good: its ``link_error`` calls get the error first."""
+    described = {"id": message.id, "task": message.task, **describe(error)}
+    for step in message.link_error:
+        send_step(tasks, step, [described, *(step.get("args") or [])], [])
 
 
 def chain_failed(tasks: Tasks, message: Message, error: BaseException) -> None:

@@ -16,6 +16,9 @@ The body is one map, written by the task's serializer::
   own: ``max_attempts``, ``time_limit``, ``track_started``.
 * ``link`` (optional): the steps of a chain after this one (canvas.py), each a
   map: the call to send with this call's return value as its first argument.
+* ``link_error`` (optional): calls to send when this one fails for good, each
+  given the error (a map: ``id``, ``task``, ``type``, ``message``,
+  ``traceback``) as its first argument.
 * ``chord`` (optional): this call is part ``index`` of a chord of ``size``
   (canvas.py): its outcome goes to the chord's queue, and the part that
   completes it sends the ``callback``.
@@ -167,6 +170,7 @@ class Message:
     options: dict[str, Any] = field(default_factory=dict)
     link: list[dict[str, Any]] = field(default_factory=list)
     chord: dict[str, Any] | None = None
+    link_error: list[dict[str, Any]] = field(default_factory=list)
 
     def encode(self, serializer_name: str = "json") -> bytes:
         fields: dict[str, Any] = {"v": FORMAT, "id": self.id, "task": self.task}
@@ -184,6 +188,8 @@ class Message:
             fields["link"] = self.link
         if self.chord is not None:
             fields["chord"] = self.chord
+        if self.link_error:
+            fields["link_error"] = self.link_error
         return serializer(serializer_name).dumps(fields)
 
     @classmethod
@@ -207,10 +213,13 @@ class Message:
             fields.get("link", []),
             fields.get("chord"),
         )
+        link_error = fields.get("link_error", [])
         if not isinstance(options, dict) or not isinstance(link, list | tuple):
             raise BadMessage('"options" is a map and "link" a list')
-        if not all(isinstance(step, dict) for step in link):
-            raise BadMessage('each step of "link" is a map')
+        if not isinstance(link_error, list | tuple):
+            raise BadMessage('"link_error" is a list')
+        if not all(isinstance(step, dict) for step in [*link, *link_error]):
+            raise BadMessage('each step of "link" and "link_error" is a map')
         if chord is not None and not isinstance(chord, dict):
             raise BadMessage('"chord" is a map')
         message_id = fields.get("id")
@@ -225,6 +234,7 @@ class Message:
                 options=options,
                 link=list(link),
                 chord=chord,
+                link_error=list(link_error),
             ),
             name,
         )

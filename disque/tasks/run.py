@@ -109,6 +109,8 @@ class Outcome:
             self.tasks.reply(self.job.id, message, body)
         if message.link:
             canvas.chain_failed(self.tasks, message, error)
+        if message.link_error:
+            canvas.send_errbacks(self.tasks, message, error)
         if message.chord is not None:
             canvas.chord_part_done(self.tasks, message.chord, error=error)
         self.tasks.release_lock(message)

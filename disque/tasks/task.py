@@ -21,7 +21,7 @@ from disque.worker import Reject
 
 if TYPE_CHECKING:
     from disque.tasks.app import Tasks
-    from disque.tasks.canvas import Signature
+    from disque.tasks.canvas import Chain, Signature
     from disque.tasks.results import Result
 
 P = ParamSpec("P")
@@ -108,16 +108,26 @@ class Task(Generic[P, R]):
         kwargs: dict[str, Any] | None = None,
         delay: float | None = None,
         eta: datetime | None = None,
+        link: Signature | Chain | None = None,
+        link_error: Signature | None = None,
         **options: Any,
     ) -> Result[R]:
         """Queue a call, some options changed for it: ``delay`` (seconds before it
-        can run) or ``eta`` (a datetime: when; a naive one is local time), and any
-        of ``Tasks.task``'s but ``name`` and ``rate_limit``."""
+        can run) or ``eta`` (a datetime: when; a naive one is local time), any of
+        ``Tasks.task``'s but ``name`` and ``rate_limit``; ``link``: a call (or a
+        chain) sent with this one's value once it succeeded, ``link_error``: a
+        call sent with its error once it failed for good (canvas.py)."""
+        from disque.tasks import canvas
+
         if eta is not None:
             if delay is not None:
                 raise TypeError("a call says delay= or eta=, not both")
             delay = max(0.0, eta.timestamp() - time.time())
         message, call_options = self.message(args, kwargs or {}, options)
+        if link is not None:
+            message.link = canvas.steps_of(link)
+        if link_error is not None:
+            message.link_error = [canvas.check_signature(link_error).step(result=False)]
         return self.tasks.send(self, message, call_options, delay)
 
     def send_many(

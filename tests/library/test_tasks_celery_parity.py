@@ -366,3 +366,32 @@ def test_a_soft_time_limit_before_the_hard_one(cluster3: ClusterOfNodes) -> None
     assert failed.value.type == "SoftTimeLimitExceeded"
     with pytest.raises(ValueError, match="soft_time_limit .* comes before time_limit"):
         task.send_with_options(soft_time_limit=5, time_limit=1)
+
+
+def test_per_call_link_and_link_error(cluster3: ClusterOfNodes, tmp_path: Path) -> None:
+    producer, consumer, reader = three_apps(cluster3)
+    register_math(producer, consumer)
+    notes = tmp_path / "notes"
+    notes.write_text("")
+    for app in (producer, consumer):
+
+        @app.task(name="m.note", queue="math", replicate=2)
+        def write_note(what: object) -> None:
+            with open(notes, "a") as out:
+                out.write(json.dumps(what) + "\n")
+
+    add, explode, note = (producer.registry[f"m.{n}"] for n in ("add", "explode", "note"))
+    ok = add.send_with_options(args=(2, 3), result=True, link=note.s())
+    failing = explode.send_with_options(
+        args=(4,), result=True, max_attempts=1, link=note.s(), link_error=note.s()
+    )
+    with running(consumer.worker(fetch_timeout_ms=200)):
+        assert reader.result(ok.id).get(timeout=20) == 5  # its own result, kept
+        with pytest.raises(TaskFailed):
+            reader.result(failing.id).get(timeout=20)
+        wait_for(lambda: len(notes.read_text().splitlines()) == 2, timeout=20, message="2 notes")
+    written = [json.loads(line) for line in notes.read_text().splitlines()]
+    assert 5 in written  # the link got the value
+    [error] = [w for w in written if isinstance(w, dict)]  # the errback got the error
+    assert (error["id"], error["task"], error["type"]) == (failing.id, "m.explode", "ValueError")
+    assert error["message"] == "bad input 4" and "Traceback" in error["traceback"]
