@@ -33,6 +33,7 @@ What it cannot do, said plainly: fanout and topic exchanges. Celery's remote
 control (``celery inspect``, ``control``), its events (Flower) and worker
 gossip need broadcast, which Disque has not: Celery turns them off on this
 transport. Priorities: none (Disque has none). ``_size`` is the QLEN of one node.
+Results: ``backend="disque://..."`` keeps them in Disque too (celery_backend.py).
 """
 
 from __future__ import annotations
