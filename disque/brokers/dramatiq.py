@@ -13,9 +13,12 @@
 A message is a Disque job whose body is Dramatiq's encoded message, on a queue
 of the actor's queue name. How Dramatiq's parts map onto Disque's:
 
-* ``enqueue(message, delay=ms)``: ADDJOB, with DELAY (whole seconds, rounded
-  up) for a delay: Disque holds the job, no delay queue is consumed. Retries
-  (Dramatiq's Retries middleware) come back this way.
+* ``enqueue(message, delay=ms)``: ADDJOB, with DELAY (the whole seconds) and
+  the message's ``eta`` for a delay: Disque holds the job the whole seconds,
+  then Dramatiq's worker holds it until its eta (to the millisecond, as for
+  its own brokers' delayed messages) and enqueues it again; no delay queue is
+  consumed. Retries (Dramatiq's Retries middleware) come back this way, so a
+  138 ms backoff is 138 ms.
 * The consumer GETJOBs up to its prefetch at once. A message being processed
   gets WORKING every half RETRY (sent from the consumer thread), so a long
   actor is not delivered twice; a worker that dies stops sending it, and
@@ -114,10 +117,17 @@ class DisqueBroker(Broker):
         queue_name = q_name(message.queue_name)
         if queue_name not in self.queues:
             raise QueueNotFound(queue_name)
-        seconds = math.ceil(delay / 1000) if delay else 0
-        message = message.copy(queue_name=queue_name)
+        if delay:
+            # Disque holds the whole seconds (DELAY); Dramatiq's worker holds the rest
+            # until the eta, as it does for its own brokers' delayed messages.
+            eta = current_millis() + delay
+            message = message.copy(queue_name=queue_name, options={"eta": eta})
+        else:
+            message = message.copy(queue_name=queue_name)
+        seconds = delay // 1000 if delay else 0
         self.emit_before("enqueue", message, delay)
-        self.add(queue_name, message.encode(), self.retry, self.ttl + seconds, seconds)
+        ttl = self.ttl + math.ceil(delay / 1000) if delay else self.ttl
+        self.add(queue_name, message.encode(), self.retry, ttl, seconds)
         self.emit_after("enqueue", message, delay)
         return message
 

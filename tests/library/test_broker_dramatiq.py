@@ -207,3 +207,39 @@ def test_dramatiqs_pipeline_across_three_nodes(cluster3: ClusterOfNodes) -> None
     finally:
         producer.close()
         workers.close()
+
+
+def test_delays_and_backoffs_under_a_second(cluster3: ClusterOfNodes) -> None:
+    """Sent on node 1, run on node 2: a 300 ms delay runs 0.3 to 1.3 s later, and a
+    retry's 138 ms backoff within a second (Disque holds whole seconds, Dramatiq's
+    worker the rest, until the message's eta)."""
+    n1, n2, _ = cluster3
+    producer = DisqueBroker([addr(n1)], replicate=2, retry=20)
+    workers = DisqueBroker([addr(n2)], replicate=2, retry=20)
+    for middleware in workers.middleware:
+        if isinstance(middleware, Retries):
+            middleware.min_backoff, middleware.max_backoff = 138, 138
+    ran: dict[str, list[float]] = {}
+
+    @dramatiq.actor(broker=workers, max_retries=1)
+    def stamp(name: str, fail_first: bool) -> None:
+        ran.setdefault(name, []).append(time.monotonic())
+        if fail_first and len(ran[name]) == 1:
+            raise ValueError("once")
+
+    producer.declare_queue("default")
+    try:
+        with dramatiq_worker(workers):
+            producer.enqueue(stamp.message("warm-up", False))
+            wait_for(lambda: "warm-up" in ran, timeout=20, message="the worker started")
+            sent = time.monotonic()
+            producer.enqueue(stamp.message("delayed", False), delay=300)
+            producer.enqueue(stamp.message("retried", True))
+            wait_for(lambda: "delayed" in ran, timeout=10, message="the delayed message ran")
+            wait_for(lambda: len(ran.get("retried", [])) == 2, timeout=10, message="retried")
+    finally:
+        producer.close()
+        workers.close()
+    assert 0.3 <= ran["delayed"][0] - sent <= 1.3, ran["delayed"][0] - sent
+    first, second = ran["retried"]
+    assert second - first < 1.0, second - first
