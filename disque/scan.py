@@ -27,6 +27,11 @@ log = logging.getLogger("disque.scan")
 LIVE_STATES = ("wait-repl", "active", "queued")  # every state but acked
 
 
+def reachable(client: Client) -> list[str]:
+    """``host:port`` of the nodes neither failing nor leaving (HELLO, asked now)."""
+    return [n.addr for n in client.hello().nodes if n.host and n.priority < PRIORITY_FAILING]
+
+
 def jobs_everywhere(
     client: Client, queue: str, states: Sequence[str] = LIVE_STATES
 ) -> dict[str, dict[str, Any]]:

@@ -17,8 +17,9 @@ delivery tag the job's ID. How kombu's parts map onto Disque's:
 * publish: ADDJOB (``replicate``, ``retry``, ``ttl`` from the transport
   options; Disque's defaults otherwise). A direct exchange this process has
   no binding for routes to the queue named by the routing key.
-* consume: one GETJOB over every queue consumed, up to the prefetch, blocking
-  up to a second: no polling loop.
+* consume: one GETJOB over every queue consumed (by every channel of the
+  connection: Celery's worker consumes its tasks and its remote control on
+  two), up to the prefetch, blocking up to a second: no polling loop.
 * ack: ACKJOB. reject with requeue (and messages left unacknowledged when a
   worker stops): NACK, so another worker gets them at once; reject without
   requeue: ACKJOB (dropped).
@@ -29,24 +30,29 @@ delivery tag the job's ID. How kombu's parts map onto Disque's:
   (``retry``, default 60 s). Half the message's TTL (12 h by default) is the
   longest Disque lets WORKING postpone it: longer ETAs are delivered again.
 
-What it cannot do, said plainly: fanout and topic exchanges. Celery's remote
-control (``celery inspect``, ``control``), its events (Flower) and worker
-gossip need broadcast, which Disque has not: Celery turns them off on this
-transport. Priorities: none (Disque has none). ``_size`` is the QLEN of one node.
-Results: ``backend="disque://..."`` keeps them in Disque too (celery_backend.py).
+Exchanges: direct, topic and fanout. Their bindings are kept in Disque
+itself (bindings.py), so a message published in one process reaches queues
+bound in another: Celery's remote control (``celery inspect``, ``control``,
+revoke), its events (Flower) and the replies to them work. A direct exchange
+nobody bound routes to the queue its routing key names. Priorities: none
+(Disque has none). ``_size`` is the QLEN of one node. A message's
+``expiration`` is its job's TTL. Results: ``backend="disque://..."`` keeps
+them in Disque too (celery_backend.py).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from queue import Empty
 from typing import Any
 
 from kombu.transport import TRANSPORT_ALIASES, virtual
 
+from disque.brokers.bindings import Bindings
 from disque.brokers.held import Held
-from disque.client import Client, ClientPerThread
+from disque.client import Client, ClientOnNodePerThread, ClientPerThread
 from disque.errors import ConnectionLost, DisqueError, NoNodeAvailable
 from disque.scan import jobs_everywhere
 
@@ -61,6 +67,7 @@ class Channel(virtual.Channel):
     and one for fetching (the consuming thread)."""
 
     do_restore = True
+    supports_fanout = True  # through the bindings kept in Disque (bindings.py)
 
     def __init__(self, connection: Any, **kwargs: Any) -> None:
         super().__init__(connection, **kwargs)
@@ -69,7 +76,9 @@ class Channel(virtual.Channel):
         self.retry: int = int(options.get("retry", DEFAULT_RETRY))
         self.ttl: int | None = options.get("ttl")
         self.client = ClientPerThread(self.new_client)  # acks come from Celery's threads
+        self.client_on = ClientOnNodePerThread(self.new_client_on)
         self.fetching = self.new_client()
+        self.bindings = Bindings(self.client, self.client_on)
         self.held = Held(self.retry)  # delivered to kombu, not yet acked or rejected
 
     # ---- clients ----------------------------------------------------------------------
@@ -80,6 +89,10 @@ class Channel(virtual.Channel):
 
     def new_client(self) -> Client:
         return Client(*self.seeds(), password=self.connection.client.password or None)
+
+    def new_client_on(self, node: str) -> Client:
+        password = self.connection.client.password or None
+        return Client(node, password=password, stay=True, connect_timeout=2.0)
 
     # ---- queues -----------------------------------------------------------------------
     def _new_queue(self, queue: str, **kwargs: Any) -> None:
@@ -100,12 +113,55 @@ class Channel(virtual.Channel):
             self.client().ack(*ids[start : start + 500])
         return len(ids)
 
+    # ---- exchanges ------------------------------------------------------------------
+    def get_table(self, exchange: str, fresh: bool = False) -> list[tuple[str, str, str]]:
+        """This process's bindings of the exchange and every other's (bindings.py)."""
+        local = self.state.exchanges.get(exchange, {}).get("table", [])
+        shared = self.bindings.table(exchange, fresh)
+        return list(dict.fromkeys([*map(tuple, local), *shared]))
+
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        self.bindings.add(exchange, (routing_key or "", pattern or "", queue))
+
+    def queue_unbind(
+        self,
+        queue: str,
+        exchange: str | None = None,
+        routing_key: str = "",
+        arguments: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().queue_unbind(queue, exchange, routing_key, arguments, **kwargs)
+        if exchange:
+            self.bindings.remove(exchange, queue)
+
+    def queue_delete(
+        self, queue: str, if_unused: bool = False, if_empty: bool = False, **kwargs: Any
+    ) -> Any:
+        for exchange, _, _ in list(self.state.queue_bindings(queue)):
+            self.bindings.remove(exchange, queue)
+        return super().queue_delete(queue, if_unused, if_empty, **kwargs)
+
     def _lookup(self, exchange: str, routing_key: str, default: Any = None) -> list[str]:
-        """A direct exchange declared in another process (the worker's) routes by
-        its routing key here too: bindings are not shared through Disque."""
-        if exchange and exchange not in self.state.exchanges:
+        """The queues bound in any process; a direct exchange no one bound routes
+        to the queue its routing key names (a worker's own task queues)."""
+        if not exchange:
+            return [routing_key or default]
+        kind = self.typeof(exchange)
+        queues = list(kind.lookup(self.get_table(exchange), exchange, routing_key, None))
+        if not queues:  # bound a moment ago in another process?
+            queues = list(kind.lookup(self.get_table(exchange, True), exchange, routing_key, None))
+        if queues:
+            return queues
+        if kind.type == "direct":
             return [routing_key]
-        return list(super()._lookup(exchange, routing_key, default))
+        return [default] if default is not None else []
+
+    def _put_fanout(
+        self, exchange: str, message: dict[str, Any], routing_key: str, **kwargs: Any
+    ) -> None:
+        for queue in dict.fromkeys(queue for _, _, queue in self.get_table(exchange)):
+            self._put(queue, message)
 
     # ---- messages ---------------------------------------------------------------------
     def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
@@ -116,7 +172,7 @@ class Channel(virtual.Channel):
                 5000,
                 replicate=self.replicate,
                 retry=self.retry,
-                ttl=self.ttl,
+                ttl=expiration(message) or self.ttl,
             )
         except (ConnectionLost, NoNodeAvailable) as exc:
             raise self.connection.connection_errors[0](str(exc)) from None
@@ -194,7 +250,9 @@ class Transport(virtual.Transport):
     connection_errors = (OSError, NoNodeAvailable)  # type: ignore[assignment]
     channel_errors = (DisqueError,)
     implements = virtual.Transport.implements.extend(
-        asynchronous=False, exchange_type=frozenset(["direct"]), heartbeats=False
+        asynchronous=False,
+        exchange_type=frozenset(["direct", "topic", "fanout"]),
+        heartbeats=False,
     )
 
     def driver_version(self) -> str:
@@ -202,5 +260,53 @@ class Transport(virtual.Transport):
 
         return version("disque-py-client")
 
+    def drain_events(self, connection: Any, timeout: Any = None, **kwargs: Any) -> Any:
+        """One GETJOB over the queues of every channel consuming: a channel waiting
+        alone in its GETJOB would keep the others' messages waiting up to a second
+        (Celery's worker consumes its tasks and its remote control on two)."""
+        started = time.monotonic()
+        while True:
+            channels: list[Channel] = list(self.channels or ())
+            consuming = [c for c in channels if c._consumers and c.qos.can_consume()]
+            if len(consuming) <= 1:
+                left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+                super().drain_events(connection, left)
+                return
+            left_ms = FETCH_TIMEOUT_MS
+            if timeout is not None:
+                left_ms = int((timeout - (time.monotonic() - started)) * 1000)
+                if left_ms <= 0:
+                    raise TimeoutError()
+            if drain_together(consuming, self._deliver, min(FETCH_TIMEOUT_MS, left_ms)):
+                return
+
 
 TRANSPORT_ALIASES.setdefault("disque", "disque.brokers.kombu:Transport")
+
+
+def drain_together(
+    channels: list[Channel], deliver: Callable[[dict[str, Any], str], None], wait_ms: int
+) -> bool:
+    """GETJOB over every channel's queues, each job held by and delivered to the
+    channel consuming its queue; whether any came."""
+    owners = {queue: channel for channel in channels for queue in channel._active_queues}
+    for channel in channels:
+        channel.held.keep_alive(channel.fetching)
+    count = sum(c.qos.can_consume_max_estimate() or FETCH_COUNT for c in channels)
+    fetching = channels[0].fetching
+    try:
+        jobs = fetching.get_job(*owners, timeout=max(1, wait_ms), count=count)
+    except (ConnectionLost, NoNodeAvailable) as exc:
+        raise channels[0].connection.connection_errors[0](str(exc)) from None
+    for job in jobs:
+        deliver(owners[job.queue].received(job.id, job.body), job.queue)
+    return bool(jobs)
+
+
+def expiration(message: dict[str, Any]) -> int | None:
+    """A message's TTL in whole seconds from kombu's ``expiration`` (ms), if set."""
+    value = message.get("properties", {}).get("expiration")
+    try:
+        return max(1, -(-int(float(value)) // 1000)) if value is not None else None
+    except (TypeError, ValueError):
+        return None

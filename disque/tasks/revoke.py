@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from disque.errors import DisqueError, MaxLen
 from disque.protocol import PRIORITY_FAILING
+from disque.scan import reachable
 from disque.tasks.message import FORMAT
 
 if TYPE_CHECKING:
@@ -116,10 +117,6 @@ def revoke(tasks: Tasks, message_id: str, job_id: str | None) -> None:
 
 class Revoked(DisqueError):
     """The call was revoked before it ran (``tasks.revoke``)."""
-
-
-def reachable(client: Client) -> list[str]:
-    return [n.addr for n in client.hello().nodes if n.host and n.priority < PRIORITY_FAILING]
 
 
 # ---- unique ---------------------------------------------------------------------------
