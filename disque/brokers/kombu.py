@@ -79,6 +79,9 @@ class Channel(virtual.Channel):
         self.client_on = ClientOnNodePerThread(self.new_client_on)
         self.fetching = self.new_client()
         self.bindings = Bindings(self.client, self.client_on)
+        # A wrong address fails here, at connect() or channel(), as with kombu's
+        # other transports, not at the first publish.
+        self.fetching.hello()
         self.held = Held(self.retry)  # delivered to kombu, not yet acked or rejected
 
     # ---- clients ----------------------------------------------------------------------

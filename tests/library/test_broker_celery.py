@@ -167,3 +167,19 @@ def test_rpc_replies_cross_nodes_none_lost_none_late(
     finally:
         stderr = stop(proc, tmp_path)
     assert "Traceback" not in stderr, stderr[-3000:]
+
+
+def test_a_wrong_address_fails_at_connect_as_with_other_transports() -> None:
+    from testkit.nodes import free_port
+
+    nowhere = f"disque://127.0.0.1:{free_port()}"
+    options = {"max_retries": 1}  # (kombu retries default_channel's connection)
+    for connect in (
+        lambda c: c.connect(),
+        lambda c: c.channel(),
+        lambda c: c.default_channel,
+    ):
+        with kombu.Connection(nowhere, transport_options=options) as connection:
+            errors = (kombu.exceptions.OperationalError, *connection.connection_errors)
+            with pytest.raises(errors, match="no Disque node"):
+                connect(connection)
