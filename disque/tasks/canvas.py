@@ -102,7 +102,7 @@ class Chain:
     steps: list[Signature]
 
     def __or__(self, other: Signature | Chain) -> Chain:
-        more = other.steps if isinstance(other, Chain) else [other]
+        more = other.steps if isinstance(other, Chain) else [check_signature(other)]
         return Chain([*self.steps, *more])
 
     def send(self) -> Result[Any]:

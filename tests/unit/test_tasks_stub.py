@@ -208,6 +208,8 @@ def test_workflows_and_states_run_in_stub_mode() -> None:
     assert failed.value.type == ChordFailed.__name__
     with pytest.raises(TypeError, match="a workflow is made of signatures"):
         chain(add.s(1), add)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a workflow is made of signatures"):
+        add.s(1) | add  # type: ignore[operator]
 
 
 def test_a_failure_keeps_its_traceback_and_the_message_its_options() -> None:
