@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
-import textwrap
 import threading
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from testkit.celery_apps import BIN, caller, start, stop, write_app
 from testkit.nodes import ClusterOfNodes, free_port, wait_for
 from testkit.workers import addr
 
@@ -23,28 +21,7 @@ celery = pytest.importorskip("celery")
 
 import disque.brokers.kombu  # noqa: E402, F401  (registers disque://)
 
-BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.timeout(180)
-
-APP = """
-    import time
-    import disque.brokers.kombu
-    from celery import Celery
-
-    app = Celery("app", broker="disque://{seed}", backend="disque://{seed}")
-    app.conf.broker_transport_options = {{"nodes": {others!r}, "replicate": 2, "retry": 5}}
-    app.conf.result_backend_transport_options = {{"nodes": {others!r}}}
-    app.conf.broker_connection_retry_on_startup = True
-
-    @app.task
-    def add(x, y):
-        return x + y
-
-    @app.task
-    def slow(seconds):
-        time.sleep(seconds)
-        return seconds
-"""
 
 
 def celery_command(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -56,13 +33,6 @@ def celery_command(tmp_path: Path, *args: str, timeout: float = 60) -> subproces
         timeout=timeout,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )
-
-
-def caller(seeds: list[str]) -> celery.Celery:
-    app = celery.Celery("app", broker=f"disque://{seeds[0]}", backend=f"disque://{seeds[0]}")
-    app.conf.broker_transport_options = {"nodes": seeds[1:], "replicate": 2, "retry": 5}
-    app.conf.result_backend_transport_options = {"nodes": seeds[1:]}
-    return app
 
 
 def receive_events(app: celery.Celery, events: list[dict]) -> None:
@@ -80,15 +50,14 @@ def check_flower(tmp_path: Path, app: celery.Celery) -> None:
     the tasks it saw finish (events)."""
     pytest.importorskip("flower")
     port = free_port()
-    with open(tmp_path / "flower.log", "w") as log:
-        flower = subprocess.Popen(
-            [str(BIN / "celery"), "-A", "app", "flower", f"--port={port}", "--address=127.0.0.1"],
-            cwd=tmp_path,
-            stdout=log,
-            stderr=log,
-            # (Flower 2 serves its API to anyone only when told to)
-            env={**os.environ, "PYTHONPATH": str(tmp_path), "FLOWER_UNAUTHENTICATED_API": "true"},
-        )
+    flower = start(
+        tmp_path,
+        "flower",
+        "flower",
+        f"--port={port}",
+        "--address=127.0.0.1",
+        env={"FLOWER_UNAUTHENTICATED_API": "true"},  # (Flower 2 serves its API to anyone only so)
+    )
     try:
 
         def api(path: str) -> dict:
@@ -108,39 +77,14 @@ def check_flower(tmp_path: Path, app: celery.Celery) -> None:
         )
         assert tasks[again.id]["state"] == "SUCCESS", tasks[again.id]
     finally:
-        flower.send_signal(signal.SIGTERM)
-        try:
-            flower.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            flower.kill()
+        stop(flower)
 
 
 def test_inspect_ping_control_revoke_and_events(tmp_path: Path, cluster3: ClusterOfNodes) -> None:
     n1, n2, n3 = cluster3
-    (tmp_path / "app.py").write_text(
-        textwrap.dedent(APP.format(seed=addr(n2), others=[addr(n3), addr(n1)]))
-    )
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 (closed below)
-    worker = subprocess.Popen(
-        [
-            str(BIN / "celery"),
-            "-A",
-            "app",
-            "worker",
-            "--pool",
-            "threads",
-            "-c",
-            "2",
-            "-n",
-            "w1@here",
-            "-E",
-            "-l",
-            "info",
-        ],
-        cwd=tmp_path,
-        stdout=log,
-        stderr=log,
-    )
+    write_app(tmp_path, [addr(n2), addr(n3), addr(n1)])
+    worker_options = ["--pool", "threads", "-c", "2", "-n", "w1@here", "-E", "-l", "info"]
+    worker = start(tmp_path, "worker", "worker", *worker_options)
     try:
         wait_for(
             lambda: "ready" in (tmp_path / "worker.log").read_text(),
@@ -175,9 +119,4 @@ def test_inspect_ping_control_revoke_and_events(tmp_path: Path, cluster3: Cluste
         assert succeeded[0]["uuid"] == done.id
         check_flower(tmp_path, app)
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-        log.close()
+        stop(worker)

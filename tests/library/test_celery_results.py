@@ -4,14 +4,11 @@ a chord of 10 with a sum callback, and results that outlive a node killed."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from testkit.celery_apps import caller, start, stop, write_app
 from testkit.nodes import ClusterOfNodes
 from testkit.workers import addr
 
@@ -19,54 +16,15 @@ celery = pytest.importorskip("celery")
 
 import disque.brokers.kombu  # noqa: E402, F401  (registers disque://)
 
-BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.timeout(180)
-
-APP = """
-    import disque.brokers.kombu
-    from celery import Celery
-
-    app = Celery("app", broker="disque://{seed}", backend="disque://{seed}")
-    app.conf.broker_transport_options = {{"nodes": {others!r}, "replicate": 2, "retry": 5}}
-    app.conf.result_backend_transport_options = {{"nodes": {others!r}}}
-    app.conf.task_acks_late = True
-    app.conf.broker_connection_retry_on_startup = True
-
-    @app.task
-    def add(x, y):
-        return x + y
-
-    @app.task
-    def total(values):
-        return sum(values)
-
-    @app.task
-    def explode():
-        raise ValueError("no")
-"""
-
-
-def caller(seeds: list[str]) -> celery.Celery:
-    app = celery.Celery("app", broker=f"disque://{seeds[0]}", backend=f"disque://{seeds[0]}")
-    app.conf.broker_transport_options = {"nodes": seeds[1:], "replicate": 2, "retry": 5}
-    app.conf.result_backend_transport_options = {"nodes": seeds[1:]}
-    return app
 
 
 def test_celery_results_groups_and_chords_on_disque(
     tmp_path: Path, cluster3: ClusterOfNodes
 ) -> None:
     n1, n2, n3 = cluster3
-    (tmp_path / "app.py").write_text(
-        textwrap.dedent(APP.format(seed=addr(n2), others=[addr(n3), addr(n1)]))
-    )
-    log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 (the worker's, closed below)
-    worker = subprocess.Popen(
-        [str(BIN / "celery"), "-A", "app", "worker", "--pool", "threads", "-c", "4"],
-        cwd=tmp_path,
-        stdout=log,
-        stderr=log,
-    )
+    write_app(tmp_path, [addr(n2), addr(n3), addr(n1)])
+    worker = start(tmp_path, "worker", "worker", "--pool", "threads", "-c", "4")
     app = caller([addr(n1), addr(n3), addr(n2)])  # the caller on node 1, the worker on node 2
     add, total, explode = (app.signature(f"app.{name}") for name in ("add", "total", "explode"))
     try:
@@ -94,9 +52,4 @@ def test_celery_results_groups_and_chords_on_disque(
         first.forget()
         assert celery.result.AsyncResult(first.id, app=survivors).state == "PENDING"
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-        log.close()
+        stop(worker)
