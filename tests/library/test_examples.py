@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from testkit.nodes import ClusterOfNodes, free_port
+from testkit.workers import run_beside_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -29,29 +29,9 @@ def shop_copy(tmp_path: Path) -> Path:
 def test_the_shop_runs_on_three_nodes(tmp_path: Path, cluster3: ClusterOfNodes) -> None:
     shop = shop_copy(tmp_path)
     env = {**os.environ, "DISQUE_NODES": " ".join(f"127.0.0.1:{n.port}" for n in cluster3)}
-    log_path = tmp_path / "worker.log"
-    with open(log_path, "w") as log:
-        worker = subprocess.Popen(
-            [str(BIN / "disque-worker"), "tasks:tasks", "--processes", "2"],
-            cwd=shop,
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    try:
-        produced = subprocess.run(
-            [sys.executable, "producer.py"],
-            cwd=shop,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(timeout=60) == 0
-    finally:
-        worker.kill()
-    log = log_path.read_text()
+    produced, log = run_beside_worker(
+        shop, ["tasks:tasks", "--processes", "2"], [sys.executable, "producer.py"], env
+    )
     assert produced.returncode == 0, produced.stdout + produced.stderr + log[-3000:]
     assert produced.stdout.splitlines() == [
         *(f"charged: R-{c}-{10 * c}" for c in range(1, 6)),

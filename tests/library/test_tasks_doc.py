@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from testkit.nodes import ClusterOfNodes, free_port
+from testkit.workers import run_beside_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "tasks.md"
@@ -44,29 +44,8 @@ def test_the_pages_examples_run_as_written(tmp_path: Path, cluster3: ClusterOfNo
     (tmp_path / "app.py").write_text(on_nodes("\n\n".join(app), cluster3))
     (tmp_path / "script.py").write_text(on_nodes("\n\n".join(script), cluster3))
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    log_path = tmp_path / "worker.log"
-    with open(log_path, "w") as log:
-        worker = subprocess.Popen(
-            [str(BIN / "disque-worker"), "app:tasks"],
-            cwd=tmp_path,
-            env=env,
-            stdout=log,
-            stderr=log,
-        )
-    try:
-        ran = subprocess.run(
-            [sys.executable, "script.py"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(timeout=60) == 0
-    finally:
-        worker.kill()
-    assert ran.returncode == 0, ran.stdout + ran.stderr + log_path.read_text()[-3000:]
+    ran, log = run_beside_worker(tmp_path, ["app:tasks"], [sys.executable, "script.py"], env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr + log[-3000:]
     printed = ran.stdout.splitlines()
     assert printed[:2] == [
         "{'customer': 42, 'receipt': 'R-42-5'}",
