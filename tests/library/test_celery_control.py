@@ -103,6 +103,12 @@ def test_inspect_ping_control_revoke_and_events(tmp_path: Path, cluster3: Cluste
         assert revoke.returncode == 0 and "w1@here: OK" in revoke.stdout, revoke.stdout
         stats = celery_command(tmp_path, "inspect", "stats", "--timeout", "5")
         assert '"transport": "disque"' in stats.stdout, stats.stdout
+        active = celery_command(tmp_path, "inspect", "active", "--timeout", "5")
+        assert "w1@here: OK" in active.stdout, active.stdout
+        limit = celery_command(
+            tmp_path, "control", "rate_limit", "app.add", "100/s", "--timeout", "5"
+        )
+        assert "new rate limit set successfully" in limit.stdout, limit.stdout
         done = app.send_task("app.add", args=(2, 3))
         assert done.get(timeout=30) == 5
         wait_for(
@@ -118,5 +124,8 @@ def test_inspect_ping_control_revoke_and_events(tmp_path: Path, cluster3: Cluste
         succeeded = [e for e in events if e["type"] == "task-succeeded"]
         assert succeeded[0]["uuid"] == done.id
         check_flower(tmp_path, app)
+        # (a worker told to shut down stops without a reply, on any broker)
+        celery_command(tmp_path, "control", "shutdown", "--timeout", "2")
+        assert worker.wait(timeout=30) == 0  # it heard, and stopped
     finally:
         stop(worker)
