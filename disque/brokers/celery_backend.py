@@ -42,7 +42,7 @@ from celery.exceptions import ImproperlyConfigured
 from disque.client import Client, ClientOnNodePerThread, ClientPerThread
 from disque.commands import seed_addresses
 from disque.errors import ConnectionLost, DisqueError, NoNodeAvailable
-from disque.protocol import Node, text
+from disque.protocol import text
 
 log = logging.getLogger("disque.celery")
 
@@ -81,7 +81,7 @@ class DisqueBackend(KeyValueStoreBackend):
         if not ring:
             return [f"{client.address[0]}:{client.address[1]}"] if client.address else []
         start = int(hashlib.sha1(key.encode()).hexdigest(), 16) % len(ring)
-        return [addr(ring[(start + i) % len(ring)]) for i in range(len(ring))]
+        return [ring[(start + i) % len(ring)].addr for i in range(len(ring))]
 
     def on(self, node: str) -> Client:
         return self.client_on(node)
@@ -133,10 +133,6 @@ class DisqueBackend(KeyValueStoreBackend):
 
     def expire(self, key: bytes | str, value: int) -> None:
         pass  # each value is added with the TTL result_expires
-
-
-def addr(node: Node) -> str:
-    return f"[{node.host}]:{node.port}" if ":" in node.host else f"{node.host}:{node.port}"
 
 
 def with_port(host: str) -> str:

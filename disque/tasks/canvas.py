@@ -35,7 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 from disque.errors import DisqueError
 from disque.middleware import notify
-from disque.tasks.message import FORMAT, BadMessage, Message, describe, load, serializer
+from disque.tasks.message import (
+    FORMAT,
+    BadMessage,
+    Message,
+    describe,
+    encode_result,
+    load,
+    serializer,
+)
 from disque.tasks.results import Result, reply_queue
 
 if TYPE_CHECKING:
@@ -253,11 +261,15 @@ def send_step(
     tasks.send_message(message, str(step["queue"]), dict(step.get("add") or {}), name)
 
 
+def given(step: dict[str, Any], value: Any) -> list[Any]:
+    """A step's arguments, the previous value first unless the step is immutable."""
+    args = list(step.get("args") or [])
+    return args if step.get("immutable") else [value, *args]
+
+
 def send_next(tasks: Tasks, message: Message, value: Any) -> None:
     """A chain's step done: send the next one, ``value`` first in its arguments."""
-    step, rest = message.link[0], message.link[1:]
-    args = list(step.get("args") or [])
-    send_step(tasks, step, args if step.get("immutable") else [value, *args], rest)
+    send_step(tasks, message.link[0], given(message.link[0], value), message.link[1:])
 
 
 def send_errbacks(tasks: Tasks, message: Message, error: BaseException) -> None:
@@ -269,19 +281,15 @@ def send_errbacks(tasks: Tasks, message: Message, error: BaseException) -> None:
 
 def chain_failed(tasks: Tasks, message: Message, error: BaseException) -> None:
     """A chain's step failed for good: the chain's handle (its last step) hears it."""
-    last = message.link[-1]
-    if last.get("reply_to"):
-        failed = Message(str(last["task"]), id=str(last["id"]), reply_to=str(last["reply_to"]))
-        body = encode_outcome(failed.id, str(last.get("serializer") or "json"), error=error)
-        tasks.reply("", failed, body)
+    step_failed(tasks, message.link[-1], error)
 
 
-def encode_outcome(
-    message_id: str, serializer_name: str, value: Any = None, error: BaseException | None = None
-) -> bytes:
-    from disque.tasks.message import encode_result
-
-    return encode_result(message_id, serializer_name, value, error)
+def step_failed(tasks: Tasks, step: dict[str, Any], error: BaseException) -> None:
+    """A step that will not run: its handle, if it has one, gets ``error``."""
+    if step.get("reply_to"):
+        failed = Message(str(step["task"]), id=str(step["id"]), reply_to=str(step["reply_to"]))
+        name = str(step.get("serializer") or "json")
+        tasks.reply("", failed, encode_result(failed.id, name, error=error))
 
 
 def chord_part_done(
@@ -305,14 +313,7 @@ def chord_part_done(
         return
     queue = f"chord:{chord_info['id']}"
     client = tasks.store.on(tasks.store.home_of_node(chord_info.get("home")))
-    client.add_job(
-        queue,
-        body,
-        5000,
-        replicate=tasks.store.result_copies(),
-        retry=PART_RETRY,
-        ttl=tasks.result_ttl,
-    )
+    tasks.store.add(client, queue, body, tasks.store.result_copies(), PART_RETRY)
     size = int(chord_info["size"])
     queued = client.qlen(queue)
     if queued < size:
@@ -339,25 +340,11 @@ def finish_chord(tasks: Tasks, chord_info: dict[str, Any], parts: list[dict[str,
     callback = chord_info["callback"]
     failed = next((p for p in parts if not p.get("ok")), None)
     if failed is None:
-        args = list(callback.get("args") or [])
-        values = [p.get("value") for p in parts]
-        send_step(tasks, callback, args if callback.get("immutable") else [values, *args], [])
+        send_step(tasks, callback, given(callback, [p.get("value") for p in parts]), [])
         return
-    if callback.get("reply_to"):
-        error = failed.get("error") or {}
-        chord_error = ChordFailed(
-            f"part {failed.get('index')} failed: {error.get('type')}: {error.get('message')}"
-        )
-        message = Message(
-            str(callback["task"]), id=str(callback["id"]), reply_to=str(callback["reply_to"])
-        )
-        tasks.reply(
-            "",
-            message,
-            encode_outcome(
-                message.id, str(callback.get("serializer") or "json"), error=chord_error
-            ),
-        )
+    error = failed.get("error") or {}
+    why = f"part {failed.get('index')} failed: {error.get('type')}: {error.get('message')}"
+    step_failed(tasks, callback, ChordFailed(why))
 
 
 class ChordFailed(DisqueError):

@@ -181,14 +181,15 @@ class Store:
         GETJOB on its home (any node when unknown or gone: federation brings it)
         and put back at once (NACK) for the next reader."""
         queue = result._require_reply_queue()
-        for node in self.readable_nodes(result.job_id):
+        nodes = self.readable_nodes(result.job_id)
+        for node in nodes:
             try:
                 kept = self.on(node).qpeek(queue, 1)
             except (NoNodeAvailable, ConnectionLost):
                 continue
             if kept:
                 return read_result(kept[0].body, (*self.tasks.accept, result.serializer))
-        node = self.home(result.job_id)
+        node = nodes[0]  # its home
         client, jobs = self.on(node), None
         if node is not None:
             try:

@@ -141,20 +141,15 @@ class Task(Generic[P, R]):
         from disque.tasks.canvas import Signature
 
         call_options = self.with_options(options)
-        worker_options = {k: v for k, v in options.items() if k in WORKER_OPTIONS}
+        for_worker = {k: v for k, v in options.items() if k in WORKER_OPTIONS}
         messages = []
         for call in calls:
             if not isinstance(call, Signature):  # the usual item: arguments, no check
-                messages.append(Message(self.name, list(call), {}, options=dict(worker_options)))
+                messages.append(Message(self.name, list(call), {}, options=dict(for_worker)))
                 continue
             if call.task is not self:
                 raise TypeError(f"send_many of {self.name}: a signature of {call.task.name}")
-            extra = {k: v for k, v in call.options.items() if k in WORKER_OPTIONS}
-            self.with_options(call.options)  # a wrong one: said now
-            options_of_call = {**worker_options, **extra}
-            messages.append(
-                Message(self.name, list(call.args), dict(call.kwargs), options=options_of_call)
-            )
+            messages.append(self.message(call.args, call.kwargs, {**options, **call.options})[0])
         return self.tasks.send_many(self, messages, call_options)
 
     def message(
