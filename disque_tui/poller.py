@@ -393,8 +393,8 @@ class Poller:
             if scan is None or scan.queued_jobs is None:
                 left_out.append(f"{node.host}:{node.port}")
                 continue
-            jobs += [{**shown, "state": "queued"} for shown in scan.queued_jobs]
-            jobs += [{**shown, "state": "active"} for shown in scan.active]
+            jobs += scan.queued_jobs  # (each says its state, as SHOW does)
+            jobs += scan.active
         found = tally_tasks(jobs, int(time.time() * 1000))
         ordered = sorted(found.values(), key=lambda t: t.task)
         return TaskCensus(True, tuple(ordered), tuple(left_out))
