@@ -199,23 +199,15 @@ class Channel(virtual.Channel):
         """One GETJOB over every queue consumed (blocking up to a second), each
         job handed to kombu; WORKING for what is held past half its RETRY."""
         self.held.keep_alive(self.fetching)
-        deliver = callback or self.connection._deliver
         if not (self._consumers and self.qos.can_consume()):
             raise Empty()
-        count = self.qos.can_consume_max_estimate() or FETCH_COUNT
         wait = (
             FETCH_TIMEOUT_MS
             if timeout is None
             else max(1, min(FETCH_TIMEOUT_MS, int(timeout * 1000)))
         )
-        try:
-            jobs = self.fetching.get_job(*self._active_queues, timeout=wait, count=count)
-        except (ConnectionLost, NoNodeAvailable) as exc:
-            raise self.connection.connection_errors[0](str(exc)) from None
-        if not jobs:
+        if not drain_together([self], callback or self.connection._deliver, wait):
             raise Empty()
-        for job in jobs:
-            deliver(self.received(job.id, job.body), job.queue)
 
     def basic_ack(self, delivery_tag: str, multiple: bool = False) -> None:
         self.held.forget(delivery_tag)
@@ -280,6 +272,8 @@ class Transport(virtual.Transport):
                 left_ms = int((timeout - (time.monotonic() - started)) * 1000)
                 if left_ms <= 0:
                     raise TimeoutError()
+            for channel in channels:  # (full ones too: their held messages need WORKING)
+                channel.held.keep_alive(channel.fetching)
             if drain_together(consuming, self._deliver, min(FETCH_TIMEOUT_MS, left_ms)):
                 return
 
@@ -290,11 +284,9 @@ TRANSPORT_ALIASES.setdefault("disque", "disque.brokers.kombu:Transport")
 def drain_together(
     channels: list[Channel], deliver: Callable[[dict[str, Any], str], None], wait_ms: int
 ) -> bool:
-    """GETJOB over every channel's queues, each job held by and delivered to the
-    channel consuming its queue; whether any came."""
+    """GETJOB over the queues the channels consume, each job held by and delivered
+    to the channel consuming its queue; whether any came."""
     owners = {queue: channel for channel in channels for queue in channel._active_queues}
-    for channel in channels:
-        channel.held.keep_alive(channel.fetching)
     count = sum(c.qos.can_consume_max_estimate() or FETCH_COUNT for c in channels)
     fetching = channels[0].fetching
     try:
