@@ -96,9 +96,6 @@ class Revocations:
 def revoke(tasks: Tasks, message_id: str, job_id: str | None) -> None:
     """Revoke a call (see the module): its job acknowledged where known, a
     revocation on every reachable node, its outcome REVOKED."""
-    from disque.tasks.message import Message, encode_result
-    from disque.tasks.results import reply_queue
-
     client = tasks.client()
     if job_id is not None:
         client.ack(job_id)
@@ -110,9 +107,18 @@ def revoke(tasks: Tasks, message_id: str, job_id: str | None) -> None:
             )
         except DisqueError as exc:
             log.warning("revocation of %s not added on %s: %s", message_id, node, exc)
-    revoked = Message("", id=message_id, reply_to=reply_queue(message_id))
+    tasks.reply(job_id or "", *revoked_outcome(message_id))
+
+
+def revoked_outcome(message_id: str) -> tuple[Message, bytes]:
+    """What a revoked call's readers find: the call (its reply queue) and a Revoked
+    error as its outcome."""
+    from disque.tasks.message import Message, encode_result
+    from disque.tasks.results import reply_queue
+
     error = Revoked(f"call {message_id} revoked")
-    tasks.reply(job_id or "", revoked, encode_result(message_id, "json", error=error))
+    call = Message("", id=message_id, reply_to=reply_queue(message_id))
+    return call, encode_result(message_id, "json", error=error)
 
 
 class Revoked(DisqueError):

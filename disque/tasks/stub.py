@@ -122,13 +122,11 @@ class Stub:
 
     def revoke(self, message_id: str) -> None:
         """A call revoked: taken out of what waits, its result REVOKED."""
-        from disque.tasks.message import encode_result
-        from disque.tasks.revoke import Revoked
+        from disque.tasks.revoke import revoked_outcome
 
         job_id = f"stub-{message_id}"
         self.pending = deque(job for job in self.pending if job.id != job_id)
-        error = Revoked(f"call {message_id} revoked")
-        self.keep_result(message_id, encode_result(message_id, "json", error=error))
+        self.tasks.reply(job_id, *revoked_outcome(message_id))
 
     def state_of(self, result: Result[Any]) -> dict[str, Any]:
         """A call's state: its outcome once it ran, else PENDING (nothing is run)."""
