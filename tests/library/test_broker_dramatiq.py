@@ -152,40 +152,44 @@ def test_dramatiqs_own_worker_command_loses_nothing_when_a_node_dies(
     assert all(line.endswith(" 3") for line in done.read_text().splitlines())
 
 
-def test_results_cross_three_nodes_none_lost_none_late(cluster3: ClusterOfNodes) -> None:
-    """Sent on node 1, run by a worker on node 2, its results read on node 3: each
-    result comes well within a timeout shorter than Disque's NEEDJOBS backoff
-    (which let a result wait up to 30 s before the push: docs/cluster.md)."""
+Across = tuple[DisqueBroker, DisqueBroker, DisqueBackend]
+
+
+@pytest.fixture
+def across(cluster3: ClusterOfNodes) -> Iterator[Across]:
+    """The producer's broker on node 1, the workers' on node 2 (results kept there),
+    and a result reader on node 3."""
     n1, n2, n3 = cluster3
     producer = DisqueBroker([addr(n1)], replicate=2, retry=20)
     workers = DisqueBroker([addr(n2)], replicate=2, retry=20)
     workers.add_middleware(Results(backend=DisqueBackend(addr(n2))))
-    reader = DisqueBackend(addr(n3))
+    producer.declare_queue("default")
+    yield producer, workers, DisqueBackend(addr(n3))
+    producer.close()
+    workers.close()
+
+
+def test_results_cross_three_nodes_none_lost_none_late(across: Across) -> None:
+    """Sent on node 1, run by a worker on node 2, its results read on node 3: each
+    result comes well within a timeout shorter than Disque's NEEDJOBS backoff
+    (which let a result wait up to 30 s before the push: docs/cluster.md)."""
+    producer, workers, reader = across
 
     @dramatiq.actor(broker=workers, store_results=True)
     def double(n: int) -> int:
         return 2 * n
 
-    producer.declare_queue("default")
-    try:
-        with dramatiq_worker(workers):
-            for i in range(100):
-                message = producer.enqueue(double.message(i))
-                assert reader.get_result(message, block=True, timeout=5_000) == 2 * i, i
-    finally:
-        producer.close()
-        workers.close()
+    with dramatiq_worker(workers):
+        for i in range(100):
+            message = producer.enqueue(double.message(i))
+            assert reader.get_result(message, block=True, timeout=5_000) == 2 * i, i
 
 
-def test_dramatiqs_pipeline_across_three_nodes(cluster3: ClusterOfNodes) -> None:
+def test_dramatiqs_pipeline_across_three_nodes(across: Across) -> None:
     """Dramatiq's own pipeline (each actor's result passed to the next by its
     Pipelines middleware): sent on node 1, run on node 2, the last result read on
     node 3."""
-    n1, n2, n3 = cluster3
-    producer = DisqueBroker([addr(n1)], replicate=2, retry=20)
-    workers = DisqueBroker([addr(n2)], replicate=2, retry=20)
-    workers.add_middleware(Results(backend=DisqueBackend(addr(n2))))
-    reader = DisqueBackend(addr(n3))
+    producer, workers, reader = across
 
     @dramatiq.actor(broker=workers, store_results=True)
     def add(x: int, y: int) -> int:
@@ -195,27 +199,20 @@ def test_dramatiqs_pipeline_across_three_nodes(cluster3: ClusterOfNodes) -> None
     def times_ten(x: int) -> int:
         return 10 * x
 
-    producer.declare_queue("default")
-    try:
-        pipe = dramatiq.pipeline(
-            [add.message(2, 2), times_ten.message(), add.message(1)], broker=producer
-        )
-        with dramatiq_worker(workers):
-            pipe.run()
-            last = pipe.messages[-1]
-            assert reader.get_result(last, block=True, timeout=20_000) == 41  # (2 + 2) * 10 + 1
-    finally:
-        producer.close()
-        workers.close()
+    pipe = dramatiq.pipeline(
+        [add.message(2, 2), times_ten.message(), add.message(1)], broker=producer
+    )
+    with dramatiq_worker(workers):
+        pipe.run()
+        last = pipe.messages[-1]
+        assert reader.get_result(last, block=True, timeout=20_000) == 41  # (2 + 2) * 10 + 1
 
 
-def test_delays_and_backoffs_under_a_second(cluster3: ClusterOfNodes) -> None:
+def test_delays_and_backoffs_under_a_second(across: Across) -> None:
     """Sent on node 1, run on node 2: a 300 ms delay runs 0.3 to 1.3 s later, and a
     retry's 138 ms backoff within a second (Disque holds whole seconds, Dramatiq's
     worker the rest, until the message's eta)."""
-    n1, n2, _ = cluster3
-    producer = DisqueBroker([addr(n1)], replicate=2, retry=20)
-    workers = DisqueBroker([addr(n2)], replicate=2, retry=20)
+    producer, workers, _ = across
     for middleware in workers.middleware:
         if isinstance(middleware, Retries):
             middleware.min_backoff, middleware.max_backoff = 138, 138
@@ -227,19 +224,14 @@ def test_delays_and_backoffs_under_a_second(cluster3: ClusterOfNodes) -> None:
         if fail_first and len(ran[name]) == 1:
             raise ValueError("once")
 
-    producer.declare_queue("default")
-    try:
-        with dramatiq_worker(workers):
-            producer.enqueue(stamp.message("warm-up", False))
-            wait_for(lambda: "warm-up" in ran, timeout=20, message="the worker started")
-            sent = time.monotonic()
-            producer.enqueue(stamp.message("delayed", False), delay=300)
-            producer.enqueue(stamp.message("retried", True))
-            wait_for(lambda: "delayed" in ran, timeout=10, message="the delayed message ran")
-            wait_for(lambda: len(ran.get("retried", [])) == 2, timeout=10, message="retried")
-    finally:
-        producer.close()
-        workers.close()
+    with dramatiq_worker(workers):
+        producer.enqueue(stamp.message("warm-up", False))
+        wait_for(lambda: "warm-up" in ran, timeout=20, message="the worker started")
+        sent = time.monotonic()
+        producer.enqueue(stamp.message("delayed", False), delay=300)
+        producer.enqueue(stamp.message("retried", True))
+        wait_for(lambda: "delayed" in ran, timeout=10, message="the delayed message ran")
+        wait_for(lambda: len(ran.get("retried", [])) == 2, timeout=10, message="retried")
     assert 0.3 <= ran["delayed"][0] - sent <= 1.3, ran["delayed"][0] - sent
     first, second = ran["retried"]
     assert second - first < 1.0, second - first
