@@ -256,11 +256,25 @@ def test_node_detail(snap_compare) -> None:
     assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_node)
 
 
-def test_node_detail_slow_log(snap_compare) -> None:
-    async def open_slowlog(pilot: Pilot) -> None:
+def open_tab(tab: str):
+    """Enter on a node, then one tab of its detail screen."""
+
+    async def run_before(pilot: Pilot) -> None:
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(pilot.app.screen, NodeDetailScreen))
         await until(pilot, lambda: pilot.app.screen.views is not None)
-        pilot.app.screen.query_one("TabbedContent").active = "slowlog"
+        pilot.app.screen.query_one("TabbedContent").active = tab
 
-    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_slowlog)
+    return run_before
+
+
+def test_node_detail_slow_log(snap_compare) -> None:
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_tab("slowlog"))
+
+
+def test_node_detail_latency(snap_compare) -> None:
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_tab("latency"))
+
+
+def test_node_detail_config(snap_compare) -> None:
+    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=open_tab("config"))
