@@ -84,6 +84,10 @@ DEAD_LETTER_COPIES = 2  # a dead letter outlives one node (fewer on a smaller cl
 DEAD_LETTER_TTL = 7 * 24 * 3600  # seconds a dead letter is kept
 DEAD_LETTER_RETRY = 300  # a dead letter read with GETJOB and not acknowledged: back then
 DEAD_LETTER_TIMEOUT_MS = 10_000  # the dead-letter ADDJOB's replication timeout
+# While every handler has a job, the fetch waits this long for more free slots, and the
+# ACKJOB for more finished jobs: one round trip for several jobs, not one for each (a
+# round trip is GIL handoffs and syscalls that a busy worker's handlers pay for).
+GATHER_S = 0.002
 
 
 class Retry(Exception):  # noqa: N818 (what the handler asks for, not an error)
@@ -366,7 +370,7 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self.on_signal)
         pool = HandlerThreads(self.concurrency, self.handle)
-        self.acks = Acks(self.acknowledge)
+        self.acks = Acks(self.acknowledge, batch=self.prefetch)
         side = [threading.Thread(target=self.keep_alive, daemon=True, name="disque-working")]
         side += [
             threading.Thread(target=self.watch, args=(every, fn), daemon=True)
@@ -409,9 +413,7 @@ class Worker:
         while not self.stopping.is_set():
             if not self.slots.acquire(timeout=0.2):
                 continue
-            free = 1
-            while free < self.prefetch and self.slots.acquire(blocking=False):
-                free += 1
+            free = self.gather_slots()
             try:
                 jobs = client.get_job(
                     *self.queues, timeout=self.fetch_timeout_ms, count=free, with_counters=True
@@ -427,6 +429,21 @@ class Worker:
                 with self.lock:
                     self.running[job.id] = Running(job, now, now)
                 pool.submit(job)
+
+    def gather_slots(self) -> int:
+        """The free slots one GETJOB asks for (one taken already): every free one, and
+        while more jobs are in hand than run at once (no handler idle, so no hurry),
+        the ones freed within GATHER_S."""
+        free = 1
+        while free < self.prefetch and self.slots.acquire(blocking=False):
+            free += 1
+        deadline = time.monotonic() + GATHER_S
+        while self.prefetch - free > self.concurrency:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.slots.acquire(timeout=left):
+                break
+            free += 1
+        return free
 
     def drain(self, pool: HandlerThreads) -> None:
         """Wait for the running handlers up to the grace period; NACK the rest (each
@@ -786,8 +803,9 @@ class Acks:
     the others done meanwhile (one round trip for many jobs, not one each). A
     worker that dies first loses only the ACK: the job is delivered again."""
 
-    def __init__(self, send: Callable[[list[Job]], None]) -> None:
+    def __init__(self, send: Callable[[list[Job]], None], batch: int = 16) -> None:
         self.send = send
+        self.batch = batch  # sent at once when this many are pending
         self.pending: list[Job] = []
         self.closed = False
         self.ready = threading.Condition()
@@ -799,11 +817,15 @@ class Acks:
             self.pending.append(job)
             self.ready.notify()
 
+    def enough(self) -> bool:
+        return len(self.pending) >= self.batch or self.closed
+
     def run(self) -> None:
         while True:
             with self.ready:
                 while not self.pending and not self.closed:
                     self.ready.wait()
+                self.ready.wait_for(self.enough, GATHER_S)  # others finishing meanwhile
                 batch, self.pending = self.pending, []
             if batch:
                 self.send(batch)
