@@ -108,27 +108,38 @@ class Chain:
     """Steps run one after the other, each given the previous one's value."""
 
     steps: list[Signature]
+    errbacks: list[Signature] = field(default_factory=list)
 
     def __or__(self, other: Signature | Chain) -> Chain:
         more = other.steps if isinstance(other, Chain) else [check_signature(other)]
-        return Chain([*self.steps, *more])
+        errbacks = other.errbacks if isinstance(other, Chain) else []
+        return Chain([*self.steps, *more], [*self.errbacks, *errbacks])
+
+    def on_error(self, errback: Signature) -> Chain:
+        """Celery's ``chain.on_error``: ``errback`` is sent with the error of whichever
+        step fails for good (every step carries it; the chain ends there, so once)."""
+        self.errbacks.append(check_signature(errback))
+        return self
 
     def send(self) -> Result[Any]:
         """Send the first step, carrying the others; the last step's handle."""
         if not self.steps:
             raise ValueError("an empty chain")
-        first, rest = (
-            self.steps[0],
-            [s.step(result=i == len(self.steps) - 2) for i, s in enumerate(self.steps[1:])],
-        )
-        if not rest:
-            return first.set(result=True).send()
+        errbacks = [errback.step(result=False) for errback in self.errbacks]
+        first, last = self.steps[0], len(self.steps) - 2
+        rest = [
+            {**step.step(result=i == last), "link_error": errbacks}
+            for i, step in enumerate(self.steps[1:])
+        ]
         tasks = first.task.tasks
-        message, options = first.task.message(first.args, first.kwargs, first.options)
-        message.link = rest
-        tasks.send(first.task, message, options, None)
-        last = rest[-1]
-        return Result(tasks, last["id"], None, last["reply_to"], last["serializer"])
+        options = first.options if rest else {**first.options, "result": True}
+        message, call_options = first.task.message(first.args, first.kwargs, options)
+        message.link, message.link_error = rest, errbacks
+        handle = tasks.send(first.task, message, call_options, None)
+        if not rest:
+            return handle
+        end = rest[-1]
+        return Result(tasks, end["id"], None, end["reply_to"], end["serializer"])
 
     delay = send
 
@@ -255,6 +266,7 @@ def send_step(
         reply_to=step.get("reply_to"),
         options=dict(step.get("options") or {}),
         link=link,
+        link_error=list(step.get("link_error") or []),
     )
     notify(tasks.middleware, "before_send", message)
     name = str(step.get("serializer") or "json")

@@ -385,13 +385,23 @@ def test_per_call_link_and_link_error(cluster3: ClusterOfNodes, tmp_path: Path) 
     failing = explode.send_with_options(
         args=(4,), result=True, max_attempts=1, link=note.s(), link_error=note.s()
     )
+    # Celery's chain.on_error: the errback hears the step that failed, in the middle
+    chained = (add.s(1, 2) | explode.s().set(max_attempts=1) | add.s(5)).on_error(note.s())
+    failed_chain = chained.send()
     with running(consumer.worker(fetch_timeout_ms=200)):
         assert reader.result(ok.id).get(timeout=20) == 5  # its own result, kept
         with pytest.raises(TaskFailed):
             reader.result(failing.id).get(timeout=20)
-        wait_for(lambda: len(notes.read_text().splitlines()) == 2, timeout=20, message="2 notes")
+        with pytest.raises(TaskFailed, match="bad input 3"):
+            reader.result(failed_chain.id).get(timeout=20)
+        wait_for(lambda: len(notes.read_text().splitlines()) == 3, timeout=20, message="3 notes")
     written = [json.loads(line) for line in notes.read_text().splitlines()]
     assert 5 in written  # the link got the value
-    [error] = [w for w in written if isinstance(w, dict)]  # the errback got the error
+    errors = {w["message"]: w for w in written if isinstance(w, dict)}  # the errbacks' errors
+    error = errors["bad input 4"]
     assert (error["id"], error["task"], error["type"]) == (failing.id, "m.explode", "ValueError")
-    assert error["message"] == "bad input 4" and "Traceback" in error["traceback"]
+    assert "Traceback" in error["traceback"]
+    assert (errors["bad input 3"]["task"], errors["bad input 3"]["type"]) == (
+        "m.explode",
+        "ValueError",
+    )

@@ -212,6 +212,39 @@ def test_workflows_and_states_run_in_stub_mode() -> None:
         add.s(1) | add  # type: ignore[operator]
 
 
+def test_a_chains_errback_hears_whichever_step_failed() -> None:
+    from disque.tasks.canvas import chain
+
+    tasks = stub_app()
+    heard: list[dict] = []
+
+    @tasks.task
+    def add(a: int, b: int = 0) -> int:
+        return a + b
+
+    @tasks.task(max_attempts=1)
+    def explode(value: int) -> None:
+        raise ValueError(f"no {value}")
+
+    @tasks.task
+    def on_error(error: dict, where: str) -> None:
+        heard.append({**error, "where": where})
+
+    ok = chain(add.s(1), add.s(2)).on_error(on_error.s("ok")).send()
+    failing = (add.s(1, 2) | explode.s() | add.s(5)).on_error(on_error.s("middle")).send()
+    alone = chain(explode.s(7)).on_error(on_error.s("alone")).send()
+    tasks.stub.run_pending(fail_fast=False)
+    assert ok.get() == 3
+    with pytest.raises(TaskFailed, match="no 3"):
+        failing.get()
+    with pytest.raises(TaskFailed, match="no 7"):
+        alone.get()
+    assert sorted((h["where"], h["task"], h["message"]) for h in heard) == [
+        ("alone", explode.name, "no 7"),
+        ("middle", explode.name, "no 3"),
+    ]
+
+
 def test_a_failure_keeps_its_traceback_and_the_message_its_options() -> None:
     tasks = stub_app()
 
