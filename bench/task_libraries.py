@@ -15,7 +15,9 @@ process of the library's own command drains them (timed from the first
 INCR seen to the last: tasks/s). Worker settings: 8 at once (RQ's
 SimpleWorker runs one). The libraries run in turn, the order turning at
 every run; medians are printed as Markdown, with each figure over the
-fastest other library's (#40: disque >= 3x on both). Progress on stderr.
+fastest other library's (#40: disque >= 3x on both), and the task's body
+alone in 8 threads with no queue (the ceiling of any 8-thread worker).
+Progress on stderr.
 Needs redis-server and the libraries (``pip install rq arq dramatiq celery``).
 """
 
@@ -304,6 +306,37 @@ def run_entry(entry: Entry, tmp: Path, env: dict[str, str], side: Server, tasks:
     return Sample(enqueue, drain, bulk, concurrent)
 
 
+BODY_ALONE = """
+import os, threading, time
+from redis import Redis
+
+side, n = Redis(port=int(os.environ["BENCH_SIDE"])), int(os.environ["BENCH_TASKS"])
+def body(k):
+    for _ in range(k):
+        side.incr("alone")
+threads = [threading.Thread(target=body, args=(n // 8,)) for _ in range(8)]
+t = time.perf_counter()
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(n // 8 * 8 / (time.perf_counter() - t))
+"""
+
+
+def body_alone(env: dict[str, str], tasks: int) -> float:
+    """The task's body run ``tasks`` times in 8 threads of one process, no queue at all:
+    the most a worker of 8 threads could drain (a ceiling for every library)."""
+    ran = subprocess.run(
+        [sys.executable, "-c", BODY_ALONE],
+        env={**env, "BENCH_TASKS": str(tasks)},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return float(ran.stdout.split()[-1])
+
+
 @contextlib.contextmanager
 def servers(tmp: Path) -> Iterator[tuple[Server, Server, list[Server]]]:
     started: list[Server] = []
@@ -329,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     entries = [e for e in ENTRIES if not args.only or e.app in args.only.split(",")]
     samples: dict[str, list[Sample]] = {e.label: [] for e in entries}
+    ceiling: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-tasks-") as name:
         tmp = Path(name)
         for sub in ("side", "broker"):
@@ -355,11 +389,13 @@ def main(argv: list[str] | None = None) -> int:
                         f"concurrent {sample.concurrent:,.0f}/s, "
                         f"bulk {sample.bulk or 0:,.0f}/s, drain {sample.drain:,.0f}/s"
                     )
-    print(markdown(samples, args))
+                ceiling.append(body_alone(base, args.tasks))
+                say(f"run {run + 1} the body alone, 8 threads: {ceiling[-1]:,.0f}/s")
+    print(markdown(samples, args, statistics.median(ceiling)))
     return 0
 
 
-def markdown(samples: dict[str, list[Sample]], args: argparse.Namespace) -> str:
+def markdown(samples: dict[str, list[Sample]], args: argparse.Namespace, ceiling: float) -> str:
     medians = {
         label: Sample(
             statistics.median(s.enqueue for s in runs),
@@ -390,6 +426,12 @@ def markdown(samples: dict[str, list[Sample]], args: argparse.Namespace) -> str:
             f"| {label} | {m.enqueue:,.0f} | {e} | {m.concurrent:,.0f} | {c} | {b} | {br} "
             f"| {m.drain:,.0f} | {d} |"
         )
+    lines.append("")
+    lines.append(
+        f"The task's body alone (its INCR in 8 threads of one process, no queue): "
+        f"{ceiling:,.0f}/s, the most an 8-thread worker could drain; 3x the fastest other "
+        f"library's drain is {3 * best_drain / ceiling:.0%} of it."
+    )
     lines.append("")
     lines.append(
         f"{args.runs} runs of {args.tasks:,} tasks each, medians; the task does one INCR on a "
