@@ -36,13 +36,11 @@ from disque_server.job import (
     ACKED,
     ACTIVE,
     FIELDS,
-    FLAG_BCAST_QUEUED,
-    FLAG_BCAST_WILLQUEUE,
-    FLAG_UNPLACED,
     STATE_BY_NAME,
     Job,
     job_from_fields,
 )
+from disque_server.jobs import lifecycle
 from disque_server.jobs.registry import INDEX_PARTS
 from disque_server.resp import BYTES_ONLY, bulk_array, bulk_array_length
 from disque_server.restart import Restore
@@ -520,7 +518,7 @@ class AOF:
         if job is None:
             return False
         # (FLAG_UNPLACED: a timer flag of the old process)
-        job.flags = (int(record[2]) & ~FLAG_UNPLACED) | (job.flags & FLAG_BCAST_WILLQUEUE)
+        lifecycle.loaded_flags(job, int(record[2]))
         self.register_loaded(job, state, restore, now_s)
         return True
 
@@ -543,7 +541,7 @@ class AOF:
         elif restore.queues_at_once(job, state):
             job.state = ACTIVE
             self.jobs.register(job)
-            job.flags &= ~FLAG_BCAST_QUEUED  # its first queueing here is not a re-queue
+            lifecycle.first_queueing_here(job)
             self.queues.enqueue_job(job)
         else:
             job.state = ACTIVE  # the retry timer re-queues it (never RETRY 0 jobs)

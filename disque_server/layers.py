@@ -36,7 +36,8 @@ LAYERS: Final[list[tuple[tuple[str, ...], str]]] = [
     (
         ("jobs",),
         "a job's life: the queues, the registry and its timers (process_job), the "
-        "acknowledgements and the GC's retries, why a client waits (blocking), "
+        "acknowledgements and the GC's retries, why a client waits (blocking), what "
+        "happens to a job (lifecycle: the one writer of its state above job.py), "
         "calling each other directly",
     ),
     (

@@ -33,11 +33,11 @@ import os
 from typing import Final
 
 from disque_server.job import (
-    FLAG_BCAST_WILLQUEUE,
     FLAG_DELIVERED,
     QUEUED,
     Job,
 )
+from disque_server.jobs import lifecycle
 
 REQUEUE_AFTER_START_MS: Final = 1000  # WILLQUEUE goes 500 ms before, once links are up
 
@@ -69,13 +69,12 @@ class Restore:
         if state == QUEUED:  # other owners: ask them first (WILLQUEUE)
             # (FLAG_BCAST_QUEUED stays: once queued here, QUEUED tells the others, and
             # of two copies queued at once one leaves its queue, as after a RETRY.)
-            job.flags |= FLAG_BCAST_WILLQUEUE
-            job.qtime = now + REQUEUE_AFTER_START_MS
+            lifecycle.willqueue_at(job, now + REQUEUE_AFTER_START_MS)
             return
         due = job.ctime // 1_000_000 + job.delay * 1000
         if job.delay and job.retry and due > now and not job.flags & FLAG_DELIVERED:
             made_here = job.id[2:10] == self.me[:8]
-            job.qtime = due if made_here else job.requeue_at(due)
+            lifecycle.due_at(job, due if made_here else job.requeue_at(due))
 
 
 def mark_path(aof_path: str) -> str:

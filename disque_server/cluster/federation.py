@@ -37,11 +37,10 @@ from disque_server.cluster.node import NOT_CANDIDATE
 from disque_server.job import (
     ACTIVE,
     FIELDS,
-    FLAG_BCAST_QUEUED,
-    FLAG_BCAST_WILLQUEUE,
     job_from_fields,
     job_to_fields,
 )
+from disque_server.jobs import lifecycle
 from disque_server.jobs.blocking import BlockedRefill
 from disque_server.jobs.queue import PAUSED_IN, PAUSED_OUT, Queue
 
@@ -215,9 +214,7 @@ def give_jobs(cluster: Cluster, q: Queue, node: ClusterNode, count: int) -> list
         if job.retry == 0:
             server.jobs.unregister(job)  # at-most-once: the job moves
         else:
-            job.flags |= FLAG_BCAST_WILLQUEUE  # still ours until acknowledged
-            job.qtime = job.requeue_at(now)
-            server.jobs.update_awake(job)
+            lifecycle.requeue_later(server.jobs, job, now)  # still ours until acknowledged
             server.aof.loadjob(job)  # (the AOF sits below the cluster)
     return fields
 
@@ -306,7 +303,7 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
                 continue  # queued already, or acknowledged here (maybe a dummy ACK)
             # A move, not a re-queue: no QUEUED, no delivery counted (as Disque's
             # receiveYourJobs), even though this node held a copy already.
-            local.flags &= ~FLAG_BCAST_QUEUED
+            lifecycle.first_queueing_here(local)
             server.queues.enqueue_job(local)
             job = local
         elif me not in job.nodes_delivered:
@@ -319,7 +316,7 @@ def on_yourjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             # each RETRY, delivered again, and a leaving node never drained.
             job.nodes_delivered = job.nodes_delivered + (sender.id,)
         if local is None:
-            job.flags = 0  # its first queueing here is not a re-queue
+            lifecycle.moved_here(job)
             q = server.queues.lookup(job.queue)
             if q is not None:
                 job.queue = q.name

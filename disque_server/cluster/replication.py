@@ -20,13 +20,12 @@ from disque_server.clock import pick
 from disque_server.job import (
     ACTIVE,
     FIELDS,
-    FLAG_BCAST_QUEUED,
-    FLAG_BCAST_WILLQUEUE,
     ID_LEN,
     WAIT_REPL,
     Job,
     job_from_fields,
 )
+from disque_server.jobs import lifecycle
 from disque_server.jobs.blocking import BlockedAddJob
 from disque_server.jobs.queue import PAUSED_IN
 from disque_server.serialize import SerializeError, deserialize_job
@@ -320,7 +319,7 @@ def keep_copy(cluster: Cluster, sender: ClusterNode, job: Job) -> None:
     if q is not None:
         job.queue = q.name
     # A copy here is an owner: its re-queues are news for the others.
-    job.flags |= FLAG_BCAST_QUEUED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
+    lifecycle.copy_arrived(job)
     server.jobs.register(job)
     server.aof.loadjob(job)  # (the AOF sits below the cluster)
     cluster.send_batched(sender, b"GOTJOB", job.id)
@@ -352,10 +351,9 @@ def on_enqueue(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: li
         else 0
     )
     if delay and job.state == ACTIVE:
-        job.qtime = job.ctime // 1_000_000 + delay * 1000
-        server.jobs.update_awake(job)
+        lifecycle.due_after_delay(server.jobs, job, delay)
         return
-    job.flags &= ~FLAG_BCAST_QUEUED  # this first queueing is not a re-queue
+    lifecycle.first_queueing_here(job)
     server.queues.enqueue_job(job)
     server.aof.loadjob(job)  # (the AOF sits below the cluster)
 

@@ -21,12 +21,11 @@ from disque_server.clock import now_ms
 from disque_server.cluster import gc
 from disque_server.job import (
     ACKED,
-    FLAG_BCAST_WILLQUEUE,
-    FLAG_NACK_DELAYED,
     QUEUED,
     Job,
     time_error_ms,
 )
+from disque_server.jobs import lifecycle
 
 if TYPE_CHECKING:
     from disque_server.cluster import Cluster, Handler
@@ -54,11 +53,8 @@ def keeps_queued_copy(me: bytes, other: bytes, job_id: bytes) -> bool:
 
 
 def postpone(cluster: Cluster, job: Job) -> None:
-    job.flags &= ~FLAG_NACK_DELAYED  # another owner re-queued or delivered it
-    if job.retry:
-        job.flags |= FLAG_BCAST_WILLQUEUE
-        job.qtime = job.requeue_at(now_ms())
-        cluster.server.jobs.update_awake(job)
+    """Another owner re-queued or delivered it."""
+    lifecycle.requeue_later(cluster.server.jobs, job, now_ms())
 
 
 # ---- message handlers ------------------------------------------------------------------
@@ -121,13 +117,8 @@ def on_postpone(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
             continue
         if job.state == QUEUED:
             server.queues.dequeue_job(job)
-        job.flags &= ~FLAG_NACK_DELAYED
         at = now + delay_ms + POSTPONE_MARGIN_MS + time_error_ms(max(job.retry, 1))
-        if at > job.qtime:
-            if job.retry:
-                job.flags |= FLAG_BCAST_WILLQUEUE
-            job.qtime = at
-        server.jobs.update_awake(job)
+        lifecycle.postponed_until(server.jobs, job, at)
 
 
 HANDLERS: Final[dict[bytes, Handler]] = {

@@ -8,6 +8,7 @@ from disque_server.clock import now_ms
 from disque_server.cluster import replication
 from disque_server.commands.args import SYNTAX_ERROR, parse_ll, parse_timeout_or_reply
 from disque_server.job import WAIT_REPL, Job, generate_job_id, shared_int
+from disque_server.jobs import lifecycle
 from disque_server.jobs.queue import PAUSED_IN
 from disque_server.memory import EXTERNAL_REPL
 
@@ -221,11 +222,8 @@ def create_job(
     job.body = body
     job.repl = opts.replicate
     job.ctime = server.ctime_clock.next(now)
-    if opts.delay:
-        job.delay = opts.delay
-        job.qtime = now + opts.delay * 1000
-    else:
-        job.qtime = now + retry * 1000
+    job.delay = opts.delay
+    lifecycle.added(job, now)
     if not extrepl:
         job.nodes_delivered = cluster.myself_only
     return job

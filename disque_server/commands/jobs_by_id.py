@@ -10,15 +10,14 @@ from disque_server.commands.args import BADID, parse_ll, validate_job_ids
 from disque_server.job import (
     ACKED,
     ACTIVE,
-    FLAG_BCAST_WILLQUEUE,
     FLAG_DELIVERED,
-    FLAG_NACK_DELAYED,
     QUEUED,
     Job,
     is_at_least_once_id,
     ttl_minutes_from_id,
     valid_job_id,
 )
+from disque_server.jobs import lifecycle
 from disque_server.resp import integer
 
 if TYPE_CHECKING:
@@ -145,11 +144,7 @@ def postpone_requeue(c: Client, job: Job, now: int) -> None:
     server = c.server
     if job.state == QUEUED:
         server.queues.dequeue_job(job)
-    job.flags &= ~FLAG_NACK_DELAYED
-    if job.retry:
-        job.flags |= FLAG_BCAST_WILLQUEUE
-        job.qtime = job.requeue_at(now)
-    server.jobs.update_awake(job)
+    lifecycle.requeue_later(server.jobs, job, now)
 
 
 def enqueue_command(c: Client, argv: list[bytes]) -> None:
@@ -183,9 +178,7 @@ def nack_delayed(c: Client, ids: list[bytes], delay_arg: bytes) -> None:
         job = server.jobs.lookup(jid)
         if job is None or job.state != ACTIVE or (job.retry == 0 and job.flags & FLAG_DELIVERED):
             continue  # what plain NACK could not queue again either
-        job.flags |= FLAG_NACK_DELAYED | (FLAG_BCAST_WILLQUEUE if job.retry else 0)
-        job.qtime = requeue_at
-        server.jobs.update_awake(job)
+        lifecycle.nack_delayed(server.jobs, job, requeue_at)
         server.job_events.job_postponed(job, delay * 1000)
         nacked += 1
     c.reply(integer(nacked))
@@ -199,7 +192,7 @@ def enqueue_generic(c: Client, argv: list[bytes], nack: bool) -> None:
     for jid in argv[1:]:
         job = server.jobs.lookup(jid)
         if job is not None and job.state == ACTIVE:
-            job.flags &= ~FLAG_NACK_DELAYED  # queued now: a pending NACK DELAY is void
+            lifecycle.queued_now(job)
             if server.queues.enqueue_job(job, nack):
                 enqueued += 1
     c.reply(integer(enqueued))
