@@ -55,10 +55,6 @@ class Histogram:
         if us > self.max:
             self.max = us
 
-    def record_many(self, values: Iterable[int]) -> None:
-        for us in values:
-            self.record(us)
-
     # ---- moving between processes -------------------------------------------------
 
     def state(self) -> tuple[dict[int, int], int, int]:

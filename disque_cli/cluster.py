@@ -263,12 +263,6 @@ class ViewEntry:
     def label(self) -> str:
         return label(self.host, self.port)
 
-    @property
-    def shown_flags(self) -> str:
-        """Flags worth a column: not `myself`, not `noflags`."""
-        shown = sorted(self.flags - {"myself", "noflags"})
-        return ",".join(shown) or "-"
-
 
 def parse_nodes(text: str) -> list[ViewEntry]:
     entries = []

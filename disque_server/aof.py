@@ -239,10 +239,6 @@ class AOF:
         disk is busy with it); the writes are fsynced once it is done."""
         return self.rewrite is not None and self.config["no-appendfsync-on-rewrite"]
 
-    @property
-    def write_error(self) -> str:
-        return self.last_write_error
-
     def cron(self) -> None:
         self.flush()
         now = time.monotonic()

@@ -400,10 +400,6 @@ async def pause(client: aredis.Redis, queue: str, state: str, bcast: bool = True
     return text(await client.execute_command(*args))
 
 
-async def pause_state(client: aredis.Redis, queue: str) -> str:
-    return text(await client.execute_command("PAUSE", queue, "STATE"))
-
-
 async def set_leaving(client: aredis.Redis, leaving: bool) -> str:
     """CLUSTER LEAVING yes|no on the node itself."""
     return text(await client.execute_command("CLUSTER", "LEAVING", "yes" if leaving else "no"))

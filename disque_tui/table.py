@@ -143,10 +143,6 @@ class SnapshotTable(ScrollView, can_focus=True):
             self._columns = spec
             self._relayout()
 
-    def relabel(self, labels: dict[str, str | Text]) -> None:
-        """Change column labels (sort indicators)."""
-        self.set_columns([(k, labels.get(k, label)) for k, label in self._columns])
-
     def select_key(self, key: str) -> None:
         if key in self._keys:
             self.cursor_row = self._keys.index(key)
