@@ -53,6 +53,7 @@ from dramatiq.results import ResultBackend, ResultMissing, ResultTimeout
 from dramatiq.results.backend import DEFAULT_TIMEOUT, Missing
 
 from disque.brokers.held import Held
+from disque.brokers.home import Home
 from disque.client import Client, ClientPerThread
 from disque.errors import ConnectionLost, DisqueError, NoNodeAvailable
 from disque.job import Job
@@ -61,7 +62,6 @@ from disque.tls import TLS
 from disque.worker import dead_letter_copies
 
 JOB_ID = "disque_job_id"  # the message option holding its job's ID
-NODE = "disque_node"  # ... and the node that delivered it
 DEFAULT_RETRY = 60
 DEFAULT_TTL = 24 * 3600
 DEAD_MESSAGE_TTL = 7 * 24 * 3600
@@ -96,11 +96,12 @@ class DisqueBroker(Broker):
         self.ttl = ttl
         self.dead_message_ttl = dead_message_ttl
         self.queues: set[str] = set()
+        self.home = Home.of(nodes)  # one node for all its clients (home.py)
         self.client = ClientPerThread(self.new_client)  # (Dramatiq acks from its threads)
         self.client()  # a bad seed is an error now
 
     def new_client(self) -> Client:
-        return Client(*self.nodes, password=self.password, tls=self.tls)
+        return self.home.join(Client(*self.nodes, password=self.password, tls=self.tls))
 
     def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 30000) -> Consumer:
         if queue_name not in self.queues:
@@ -127,7 +128,10 @@ class DisqueBroker(Broker):
         seconds = delay // 1000 if delay else 0
         self.emit_before("enqueue", message, delay)
         ttl = self.ttl + math.ceil(delay / 1000) if delay else self.ttl
-        self.add(queue_name, message.encode(), self.retry, ttl, seconds)
+        job_id = self.add(queue_name, message.encode(), self.retry, ttl, seconds)
+        # The message as its consumer will get it (with its job's ID), as Dramatiq's
+        # own brokers return it: CurrentMessage's message equals the one sent.
+        message = message.copy(options={JOB_ID: job_id})
         self.emit_after("enqueue", message, delay)
         return message
 
@@ -146,10 +150,13 @@ class DisqueBroker(Broker):
             raise ConnectionClosed(exc) from None
 
     def dead_letter(self, message: MessageProxy) -> None:
-        """A message that failed for good: to ``<queue>.XQ``, then acknowledged."""
-        body = message._message.copy(options={JOB_ID: None, NODE: None}).encode()
+        """A message that failed for good: to ``<queue>.XQ``, then acknowledged (when
+        it is a job of ours: one that was not delivered by Disque has none)."""
+        job_id = message.options.get(JOB_ID)
+        body = message.copy(options={JOB_ID: None}).encode()  # (a proxy passes copy on)
         self.add(xq_name(message.queue_name), body, self.dead_message_ttl, self.dead_message_ttl)
-        self.client().ack(message.options[JOB_ID])
+        if job_id:
+            self.client().ack(job_id)
 
     def get_declared_queues(self) -> set[str]:
         return set(self.queues)
@@ -209,17 +216,22 @@ class DisqueConsumer(Consumer):
             if not self.cache:
                 return None
         job = self.cache.pop(0)
-        message = Message.decode(job.body).copy(options={JOB_ID: job.id, NODE: job.node})
+        message = Message.decode(job.body).copy(options={JOB_ID: job.id})
         self.held.hold(job.id)
         return MessageProxy(message)
 
-    def forget(self, message: MessageProxy) -> str:
-        job_id: str = message.options[JOB_ID]
-        self.held.forget(job_id)
+    def forget(self, message: MessageProxy) -> str | None:
+        """The message's job ID, no longer held; None for a message Disque did not
+        deliver (Dramatiq's worker must not fail on one: its issue #320)."""
+        job_id: str | None = message.options.get(JOB_ID)
+        if job_id:
+            self.held.forget(job_id)
         return job_id
 
     def ack(self, message: MessageProxy) -> None:
         job_id = self.forget(message)
+        if not job_id:
+            return
         try:
             self.broker.client().ack(job_id)
         except (ConnectionLost, NoNodeAvailable) as exc:
@@ -234,7 +246,7 @@ class DisqueConsumer(Consumer):
 
     def requeue(self, messages: Iterable[MessageProxy]) -> None:
         """Queue again at once (NACK) what this worker took and will not process."""
-        ids = [self.forget(message) for message in messages]
+        ids = [job_id for message in messages if (job_id := self.forget(message))]
         ids += [job.id for job in self.cache]
         self.cache = []
         if ids:
@@ -264,7 +276,10 @@ class DisqueBackend(ResultBackend):
         self.nodes = nodes
         self.password = password
         self.tls = tls
-        self.client = ClientPerThread(lambda: Client(*nodes, password=password, tls=tls))
+        self.home = Home.of(nodes)  # results stored and read on one node (home.py)
+        self.client = ClientPerThread(
+            lambda: self.home.join(Client(*nodes, password=password, tls=tls))
+        )
 
     def get_result(
         self, message: Message[Any], *, block: bool = False, timeout: int | None = None

@@ -52,6 +52,7 @@ from kombu.transport import TRANSPORT_ALIASES, virtual
 
 from disque.brokers.bindings import Bindings
 from disque.brokers.held import Held
+from disque.brokers.home import Home
 from disque.client import Client, ClientOnNodePerThread, ClientPerThread
 from disque.errors import ConnectionLost, DisqueError, NoNodeAvailable
 from disque.scan import jobs_everywhere
@@ -91,7 +92,11 @@ class Channel(virtual.Channel):
         return seeds + list(conninfo.transport_options.get("nodes", []))
 
     def new_client(self) -> Client:
-        return Client(*self.seeds(), password=self.connection.client.password or None)
+        """A client on this process's home node (home.py): what a channel publishes
+        or requeues is where every channel fetches."""
+        password = self.connection.client.password or None
+        seeds = self.seeds()
+        return Home.of(seeds).join(Client(*seeds, password=password))
 
     def new_client_on(self, node: str) -> Client:
         password = self.connection.client.password or None
