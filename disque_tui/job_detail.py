@@ -19,22 +19,6 @@ from textual.widgets import Footer, Label, Static
 from disque_tui import format as fmt
 from disque_tui.snapshot import ClusterSnapshot, JobShow
 
-FIELD_ORDER = [
-    "id",
-    "queue",
-    "state",
-    "repl",
-    "ttl",
-    "ctime",
-    "delay",
-    "retry",
-    "nacks",
-    "additional-deliveries",
-    "nodes-delivered",
-    "nodes-confirmed",
-    "next-requeue-within",
-    "next-awake-within",
-]
 BODY_LIMIT = 2000
 
 
@@ -71,9 +55,9 @@ def render_show(
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
     state_style = {"queued": "green", "active": "yellow", "acked": "dim"}
-    for key in FIELD_ORDER + [k for k in fields if k not in FIELD_ORDER and k != "body"]:
-        if key in fields:
-            value = field_value(key, fields[key], snapshot)
+    for key, raw in fields.items():  # in SHOW's own order, as the node gave them
+        if key != "body":
+            value = field_value(key, raw, snapshot)
             table.add_row(
                 key, Text(value, style=state_style.get(value, "") if key == "state" else "")
             )

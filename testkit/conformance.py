@@ -43,7 +43,8 @@ VOLATILE_KEYS = {
     "import-rate",
 }
 SKIP_CMDS = {"TIME", "CLIENT", "COMMAND", "SLOWLOG", "LATENCY", "DEBUG"}
-# SHOW's fields (and JSCAN REPLY ALL's), in Disque's order.
+# SHOW's fields (and JSCAN REPLY ALL's), in Disque's order: written here again on
+# purpose, an oracle the node's own list (Job.show_pairs) is checked against.
 SHOW_KEYS = [
     "id",
     "queue",
