@@ -243,39 +243,56 @@ class Options:
     out: Path  # logs and JUnit XML
 
 
-def run_side(suite: Suite, run_dir: Path, side: str, env: dict[str, str], opts: Options) -> Run:
-    """pytest over the suite with PEER_SIDE=side; its output and XML into opts.out."""
-    stem = f"{suite.project}-{side}"
-    xml, log = opts.out / f"{stem}.xml", opts.out / f"{stem}.log"
-    argv = [sys.executable, "-m", "pytest", *suite.paths, "--rootdir", str(run_dir)]
-    argv += ["-p", "no:cacheprovider", "-o", "addopts=", "-rfE", "-q"]
-    argv += ["--timeout", str(opts.timeout), "--junitxml", str(xml)]
-    if opts.select:
-        argv += ["-k", opts.select]
-    say(f"{suite.name} on {side}: pytest, {opts.timeout} s a test at most (log: {log})")
+def pytest(argv: list[str], run_dir: Path, env: dict[str, str], log: Path) -> int:
+    """One pytest run, its output to ``log``; its exit code."""
     with open(log, "w") as output:
         process = subprocess.Popen(
-            argv,
+            [sys.executable, "-m", "pytest", *argv],
             cwd=run_dir,
-            env={**env, "PEER_SIDE": side},
+            env=env,
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # (its workers' threads and children stopped with it)
         )
         try:
-            code = process.wait(SUITE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            raise BenchError(f"{suite.name} on {side} ran past {SUITE_TIMEOUT:.0f} s") from None
-        except BaseException:
+            return process.wait(SUITE_TIMEOUT)
+        except BaseException:  # (past SUITE_TIMEOUT, Ctrl-C)
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             raise
-    if code not in (0, 1) or not xml.exists():  # 1: some tests failed
-        tail = log.read_text(errors="replace")[-2000:]
-        raise BenchError(f"pytest on {suite.name} ({side}) exited {code}:\n{tail}")
-    run = read_junit(xml)
+
+
+def run_file(path: str, run_dir: Path, env: dict[str, str], opts: Options, stem: str) -> Run:
+    """pytest over one test file. A pytest that crashes (an INTERNALERROR: Dramatiq's
+    time limits raise in threads asynchronously, and one can land in pytest itself)
+    runs the file once more, and says so."""
+    xml, log = opts.out / f"{stem}.xml", opts.out / f"{stem}.log"
+    argv = [path, "--rootdir", str(run_dir), "-p", "no:cacheprovider", "-o", "addopts="]
+    argv += ["-rfE", "-q", "--timeout", str(opts.timeout), "--junitxml", str(xml)]
+    argv += ["-k", opts.select] if opts.select else []
+    for attempt in (1, 2):
+        xml.unlink(missing_ok=True)
+        try:
+            code = pytest(argv, run_dir, env, log)
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"{path} ran past {SUITE_TIMEOUT:.0f} s (see {log})") from None
+        if code in (0, 1, 5) and xml.exists():  # 1: some failed; 5: -k left none
+            return read_junit(xml)
+        tail = log.read_text(errors="replace")[-1500:]
+        if attempt == 1:
+            say(f"pytest on {path} exited {code}: running it again\n{tail}")
+    raise BenchError(f"pytest on {path} exited {code} twice:\n{tail}")
+
+
+def run_side(suite: Suite, run_dir: Path, side: str, env: dict[str, str], opts: Options) -> Run:
+    """pytest over the suite with PEER_SIDE=side, a file at a time; the output and
+    XML of each into opts.out."""
+    say(f"{suite.name} on {side}: pytest, {opts.timeout} s a test at most (logs: {opts.out})")
+    outcomes: dict[str, str] = {}
+    for path in suite.paths:
+        stem = f"{suite.project}-{side}-{Path(path).stem}"
+        outcomes |= run_file(path, run_dir, {**env, "PEER_SIDE": side}, opts, stem).outcomes
+    run = Run(outcomes)
     say(
         f"{suite.name} on {side}: {run.count('passed')} passed, "
         f"{run.count('failed', 'error')} failed, {run.count('skipped')} skipped"
