@@ -868,34 +868,3 @@ class HandlerThreads:
         it has free slots, so none is waiting)."""
         for _ in self.threads:
             self.jobs.put(None)
-
-
-def load_worker(spec: str) -> Worker:
-    """``module:attribute``: a ``disque.Worker``, or a ``disque.tasks.Tasks`` (its
-    ``worker()``); ``module`` alone: its ``worker``, else its ``tasks``."""
-    import importlib
-
-    from disque.tasks import Tasks  # (tasks build on this module: imported when used)
-
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        raise
-    except Exception as exc:  # the application's own error, said in one line
-        raise ValueError(f"{module_name}: {type(exc).__name__}: {exc}") from None
-    found = getattr(module, attr, None) if attr else None
-    if not attr:
-        found = getattr(module, "worker", None) or getattr(module, "tasks", None)
-    if isinstance(found, Tasks):
-        found = found.worker()
-    if not isinstance(found, Worker):
-        raise ValueError(f"{spec}: no disque.Worker or disque.tasks.Tasks there")
-    return found
-
-
-def only_known(worker: Worker, queues: Iterable[str]) -> list[str]:
-    unknown = [q for q in queues if q not in worker.routes]
-    if unknown:
-        raise ValueError(f"no handler for queue(s): {', '.join(unknown)}")
-    return list(queues)

@@ -12,16 +12,19 @@ supervisor (supervisor.py); process i serves metrics on ``--metrics-port`` + i.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
+from collections.abc import Iterable
 from typing import Annotated
 
 import typer
 
 from disque.errors import DisqueError
 from disque.supervisor import SUPERVISED_ENV, Supervisor, die_with_supervisor
-from disque.worker import Worker, load_worker, only_known
+from disque.tasks import Tasks
+from disque.worker import Worker
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
@@ -123,6 +126,33 @@ def configure(
 
         worker.metrics = WorkerMetrics()
         start_http_server(metrics_port)
+
+
+def load_worker(spec: str) -> Worker:
+    """``module:attribute``: a ``disque.Worker``, or a ``disque.tasks.Tasks`` (its
+    ``worker()``); ``module`` alone: its ``worker``, else its ``tasks``."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        raise
+    except Exception as exc:  # the application's own error, said in one line
+        raise ValueError(f"{module_name}: {type(exc).__name__}: {exc}") from None
+    found = getattr(module, attr, None) if attr else None
+    if not attr:
+        found = getattr(module, "worker", None) or getattr(module, "tasks", None)
+    if isinstance(found, Tasks):
+        found = found.worker()
+    if not isinstance(found, Worker):
+        raise ValueError(f"{spec}: no disque.Worker or disque.tasks.Tasks there")
+    return found
+
+
+def only_known(worker: Worker, queues: Iterable[str]) -> list[str]:
+    unknown = [q for q in queues if q not in worker.routes]
+    if unknown:
+        raise ValueError(f"no handler for queue(s): {', '.join(unknown)}")
+    return list(queues)
 
 
 def main() -> None:

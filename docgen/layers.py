@@ -1,27 +1,36 @@
-"""docs/layers.md: the node's module map, from disque_server/layers.py."""
+"""docs/layers.md: the node's module map, from disque_server/layers.py, and the
+library's, from disque/layers.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from disque.layers import LAYERS as LIBRARY_LAYERS
 from disque_server.layers import LAYERS
 
-PACKAGE = Path(__file__).resolve().parent.parent / "disque_server"
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def modules_of(name: str) -> str:
+def modules_of(package: str, name: str) -> str:
     """``clock.py``; for a package, ``cluster/`` and its modules."""
-    if (PACKAGE / name).is_dir():
-        inner = sorted(p.stem for p in (PACKAGE / name).glob("*.py") if p.stem != "__init__")
+    if (ROOT / package / name).is_dir():
+        inner = sorted(p.stem for p in (ROOT / package / name).glob("*.py") if p.stem != "__init__")
         return f"`{name}/` ({', '.join(inner)})"
     return f"`{name}.py`"
 
 
-def page() -> str:
-    rows = [
-        f"| {rank} | {', '.join(modules_of(n) for n in names)} | {what} |"
-        for rank, (names, what) in enumerate(LAYERS)
+def table(package: str, layers: list[tuple[tuple[str, ...], str]]) -> list[str]:
+    return [
+        "| layer | modules | what for |",
+        "| ---: | --- | --- |",
+        *(
+            f"| {rank} | {', '.join(modules_of(package, n) for n in names)} | {what} |"
+            for rank, (names, what) in enumerate(layers)
+        ),
     ]
+
+
+def page() -> str:
     return "\n".join(
         [
             "# The node's layers",
@@ -36,9 +45,15 @@ def page() -> str:
             "(at the top of a module or inside a function) against this order, which",
             "`disque_server/layers.py` holds; bottom first:",
             "",
-            "| layer | modules | what for |",
-            "| ---: | --- | --- |",
-            *rows,
+            *table("disque_server", LAYERS),
+            "",
+            "## The library's layers",
+            "",
+            "`disque/` (the client, the worker, the task library and the brokers) is",
+            "a one-way stack by the same rule, checked by the same test against",
+            "`disque/layers.py`; bottom first:",
+            "",
+            *table("disque", LIBRARY_LAYERS),
             "",
         ]
     )
