@@ -146,7 +146,7 @@ def push_jobs(cluster: Cluster, q: Queue) -> None:
     clients wait on other nodes: given to those nodes now (YOURJOBS), shared in
     turn, at most MAX_REQUEST to a node at once. What an answer to NEEDJOBS
     would not give is not pushed either (gives_jobs)."""
-    if q.clients or not gives_jobs(q):
+    if q.clients or not gives_jobs(q, q.name in cluster.waiting):
         return
     targets = cluster.demand.targets(q.name, now_ms(), cluster.nodes, NOT_CANDIDATE)
     if not targets:
@@ -190,11 +190,15 @@ def hand_over(cluster: Cluster, now: int) -> None:
             cluster.send(node, b"YOURJOBS", give_jobs(cluster, q, node, share))
 
 
-def gives_jobs(q: Queue) -> bool:
+def gives_jobs(q: Queue, wanted_here: bool) -> bool:
     """Whether the queue has jobs for other nodes (a NEEDJOBS answer, a push): not
-    when paused in output, nor while it imports jobs itself (a job does not
-    bounce between consumer nodes)."""
-    return bool(q.jobs) and not q.flags & PAUSED_OUT and q.import_rate == 0
+    when paused in output, nor while it imports jobs for clients that wait here
+    (``wanted_here``: a job does not bounce between consumer nodes). Jobs pushed
+    here after the last client left (its demand lingers) go on to the nodes whose
+    clients wait, not only once the import rate has fallen to 0 (5 s) and one of
+    them asks again (its NEEDJOBS backoff: up to 30 s)."""
+    importing = q.import_rate != 0 and wanted_here
+    return bool(q.jobs) and not q.flags & PAUSED_OUT and not importing
 
 
 def give_jobs(cluster: Cluster, q: Queue, node: ClusterNode, count: int) -> list[bytes]:
@@ -253,6 +257,8 @@ def withdraw_demand(cluster: Cluster, now: int) -> None:
         elif now - since > DEMAND_LINGER_MS:
             del cluster.waiting[name]
             done.append(name)
+            if q is not None and q.jobs:
+                push_jobs(cluster, q)  # what was pushed here meanwhile goes on
     if done:
         cluster.broadcast(b"ENOUGHJOBS", done)
 
@@ -265,7 +271,7 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
     q = server.queues.lookup(payload[0])
     count = int(payload[1])
     cluster.demand.wanted(payload[0], sender.id, now_ms() + DEMAND_TTL_MS)
-    if q is None or not gives_jobs(q):
+    if q is None or not gives_jobs(q, q.name in cluster.waiting):
         cluster.send(sender, b"YOURJOBS", [payload[0]])  # nothing for you
         return
     qlen = len(q.jobs)

@@ -88,6 +88,45 @@ def test_nodes_waiting_on_one_queue_share_its_jobs(cluster3) -> None:
     assert got[b.port] >= total // 4 and got[c.port] >= total // 4, got
 
 
+def test_jobs_pushed_to_a_consumer_that_left_go_on_to_the_one_that_came(cluster3) -> None:
+    """A consumer leaves node A and one starts on node B at once: jobs added on C
+    while A's demand lingers are pushed to both in turn; A's go on to B when A
+    takes its demand back (2 s), not once A's import rate falls to 0 (5 s) and
+    B's backed-off NEEDJOBS asks again (12 s)."""
+    a, b, c = cluster3
+    conn = block_consumer(a, "moved")
+    try:
+        _, jid = seconds_to_reach(conn, c, "moved")  # C knows A's demand
+    finally:
+        conn.disconnect()
+    a.call("ACKJOB", jid)
+    got: list[bytes] = []
+    done = threading.Event()
+
+    def consume_on_b() -> None:
+        with b.client(socket_timeout=30) as client:
+            while not done.is_set():
+                reply = client.execute_command("GETJOB", "TIMEOUT", "200", "FROM", "moved")
+                for _, job_id, _ in reply or []:
+                    client.execute_command("ACKJOB", job_id)
+                    got.append(job_id)
+                    if len(got) >= 10:
+                        done.set()
+
+    thread = threading.Thread(target=consume_on_b, daemon=True)
+    thread.start()
+    wait_for(lambda: blocked_on(b, "moved") == 1, message="B's consumer waiting")
+    start = time.monotonic()
+    for i in range(10):
+        c.call("ADDJOB", "moved", f"job-{i}", "0", "REPLICATE", "1", "RETRY", "60")
+    finished = done.wait(20)
+    took = time.monotonic() - start
+    done.set()
+    thread.join(5)
+    assert finished, f"{len(got)} of 10 jobs reached B's consumer"
+    assert took < 5, f"the last job reached B after {took:.1f} s"
+
+
 def test_a_consumer_gone_takes_its_demand_back(cluster3) -> None:
     """Once B's consumer has stopped waiting (ENOUGHJOBS, DEMAND_LINGER_MS later), a
     job added on A stays on A; while the demand stood, jobs went to B."""
