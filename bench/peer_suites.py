@@ -123,6 +123,7 @@ SUITES = {
         (
             ("dramatiq_conftest.py", "tests/conftest.py"),
             ("dramatiq_common.py", "tests/common.py"),
+            ("peer_sides.py", "tests/peer_sides.py"),
             ("", "tests/__init__.py"),  # (the tests import .common)
         ),
         tuple(f"tests/{name}" for name in DRAMATIQ_FILES),
@@ -133,7 +134,10 @@ SUITES = {
         "kombu",
         "kombu",
         "t",
-        (("kombu_suite.py", "t/integration/test_peer_suites.py"),),
+        (
+            ("kombu_suite.py", "t/integration/test_peer_suites.py"),
+            ("peer_sides.py", "t/integration/peer_sides.py"),
+        ),
         ("t/integration/test_peer_suites.py",),
     ),
 }

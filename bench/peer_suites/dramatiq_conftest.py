@@ -16,41 +16,17 @@ Environment (set by bench/peer_suites.py): PEER_SIDE, PEER_REDIS
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import dramatiq
 import pytest
-import redis
 from dramatiq import Broker, Worker
 from dramatiq.rate_limits import RateLimiterBackend
 from dramatiq.rate_limits.backends import RedisBackend as RedisRateLimiterBackend
 from dramatiq.rate_limits.backends import StubBackend as StubRateLimiterBackend
 from dramatiq.results import ResultBackend
 
-SIDE = os.environ.get("PEER_SIDE", "")
-if SIDE not in ("redis", "disque"):
-    raise pytest.UsageError("PEER_SIDE must be redis or disque (bench/peer_suites.py sets it)")
-REDIS = os.environ.get("PEER_REDIS", "")
-NODES = os.environ.get("PEER_DISQUE", "").split()
-
-
-def address(hostport: str) -> tuple[str, int]:
-    host, _, port = hostport.rpartition(":")
-    return host, int(port)
-
-
-def empty_servers() -> None:
-    """Nothing left from the test before: its messages, results, dead letters."""
-    if SIDE == "redis":
-        host, port = address(REDIS)
-        with redis.Redis(host=host, port=port) as client:
-            client.flushall()
-        return
-    for node in NODES:
-        host, port = address(node)
-        with redis.Redis(host=host, port=port, protocol=2) as client:
-            client.execute_command("DEBUG", "FLUSHALL")
+from .peer_sides import NODES, REDIS, SIDE, empty_servers
 
 
 def new_broker() -> Broker:

@@ -25,7 +25,6 @@ from collections.abc import Iterator
 
 import kombu
 import pytest
-import redis
 
 from .common import (
     BaseEventLoop,
@@ -36,14 +35,10 @@ from .common import (
     BaseTimeToLive,
     BasicFunctionality,
 )
+from .peer_sides import NODES, REDIS, SIDE, empty_servers
 
-SIDE = os.environ.get("PEER_SIDE", "")
-if SIDE not in ("redis", "disque"):
-    raise pytest.UsageError("PEER_SIDE must be redis or disque (bench/peer_suites.py sets it)")
 if SIDE == "disque":
     import disque.brokers.kombu  # noqa: F401  (registers disque:// with kombu)
-REDIS = os.environ.get("PEER_REDIS", "")
-NODES = os.environ.get("PEER_DISQUE", "").split()
 DEAD = os.environ.get("PEER_DEAD", "127.0.0.1:1")
 LIVE = REDIS if SIDE == "redis" else NODES[0]
 
@@ -52,22 +47,9 @@ def url(hostport: str) -> str:
     return f"{SIDE}://{hostport}"
 
 
-def address(hostport: str) -> tuple[str, int]:
-    host, _, port = hostport.rpartition(":")
-    return host, int(port)
-
-
 @pytest.fixture(autouse=True)
-def empty_servers() -> None:
-    if SIDE == "redis":
-        host, port = address(REDIS)
-        with redis.Redis(host=host, port=port) as client:
-            client.flushall()
-        return
-    for node in NODES:
-        host, port = address(node)
-        with redis.Redis(host=host, port=port, protocol=2) as client:
-            client.execute_command("DEBUG", "FLUSHALL")
+def emptied() -> None:
+    empty_servers()
 
 
 def released(connection: kombu.Connection) -> Iterator[kombu.Connection]:
