@@ -12,7 +12,8 @@ from contextlib import closing
 
 import pytest
 
-from testkit.nodes import ClusterOfNodes, Node
+from testkit.nodes import ClusterOfNodes
+from testkit.workers import addr
 
 dramatiq = pytest.importorskip("dramatiq")
 kombu = pytest.importorskip("kombu")
@@ -27,10 +28,6 @@ from disque.brokers.home import Home  # noqa: E402
 from disque.client import Client  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def addr(node: Node) -> str:
-    return f"127.0.0.1:{node.port}"
 
 
 def node_of(client: Client) -> object:
