@@ -513,7 +513,6 @@ class AOF:
         job = job_from_fields(record[3:], ACTIVE)
         if job is None:
             return False
-        # (FLAG_UNPLACED: a timer flag of the old process)
         lifecycle.loaded_flags(job, int(record[2]))
         self.register_loaded(job, state, restore, now_s)
         return True

@@ -146,7 +146,7 @@ def push_jobs(cluster: Cluster, q: Queue) -> None:
     clients wait on other nodes: given to those nodes now (YOURJOBS), shared in
     turn, at most MAX_REQUEST to a node at once. What an answer to NEEDJOBS
     would not give is not pushed either (gives_jobs)."""
-    if q.clients or not gives_jobs(q, q.name in cluster.waiting):
+    if q.clients or not gives_jobs(cluster, q):
         return
     targets = cluster.demand.targets(q.name, now_ms(), cluster.nodes, NOT_CANDIDATE)
     if not targets:
@@ -190,14 +190,14 @@ def hand_over(cluster: Cluster, now: int) -> None:
             cluster.send(node, b"YOURJOBS", give_jobs(cluster, q, node, share))
 
 
-def gives_jobs(q: Queue, wanted_here: bool) -> bool:
+def gives_jobs(cluster: Cluster, q: Queue) -> bool:
     """Whether the queue has jobs for other nodes (a NEEDJOBS answer, a push): not
     when paused in output, nor while it imports jobs for clients that wait here
-    (``wanted_here``: a job does not bounce between consumer nodes). Jobs pushed
+    (a job does not bounce between consumer nodes). Jobs pushed
     here after the last client left (its demand lingers) go on to the nodes whose
     clients wait, not only once the import rate has fallen to 0 (5 s) and one of
     them asks again (its NEEDJOBS backoff: up to 30 s)."""
-    importing = q.import_rate != 0 and wanted_here
+    importing = q.import_rate != 0 and q.name in cluster.waiting
     return bool(q.jobs) and not q.flags & PAUSED_OUT and not importing
 
 
@@ -271,7 +271,7 @@ def on_needjobs(cluster: Cluster, sender: ClusterNode, link: BusLink, payload: l
     q = server.queues.lookup(payload[0])
     count = int(payload[1])
     cluster.demand.wanted(payload[0], sender.id, now_ms() + DEMAND_TTL_MS)
-    if q is None or not gives_jobs(q, q.name in cluster.waiting):
+    if q is None or not gives_jobs(cluster, q):
         cluster.send(sender, b"YOURJOBS", [payload[0]])  # nothing for you
         return
     qlen = len(q.jobs)
